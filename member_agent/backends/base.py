@@ -1,0 +1,115 @@
+"""The one protocol every member-cluster backend speaks (simulated, ray, kubernetes).
+
+Synchronous on purpose: the Kubernetes client and Ray's API are blocking, and the simulator drives
+the simulated backend in-line on a virtual clock. The agent calls backends from a worker thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Protocol, runtime_checkable
+
+
+class TaskPhase(str, Enum):
+    """Backend-level task phases; the agent maps them onto Volcano's task states."""
+
+    PENDING = "Pending"  # accepted by the backend, not yet running (e.g. pod created, not started)
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    KILLED = "Killed"  # cancelled, preempted, fenced or over walltime
+
+    @property
+    def terminal(self) -> bool:
+        return self in (TaskPhase.SUCCEEDED, TaskPhase.FAILED, TaskPhase.KILLED)
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """One node as the backend sees it. ``used`` includes work the agent did not start."""
+
+    name: str
+    allocatable: dict[str, float]
+    used: dict[str, float] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    unschedulable: bool = False
+    taints: tuple[str, ...] = ()
+
+    def free(self) -> dict[str, float]:
+        return {r: q - self.used.get(r, 0.0) for r, q in self.allocatable.items()}
+
+
+@dataclass(frozen=True)
+class TaskLaunch:
+    """One task of one job, bound to a node by the local session scheduler."""
+
+    job_id: str
+    task_name: str
+    index: int
+    epoch: int
+    node: str
+    resources: dict[str, float]
+    command: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    walltime: float | None = None  # seconds; the backend kills the task when it overruns
+    runtime: float | None = None  # simulated backend only: how long the task really runs
+
+    @property
+    def task_id(self) -> str:
+        return task_id(self.job_id, self.task_name, self.index)
+
+
+@dataclass(frozen=True)
+class TaskStatus:
+    job_id: str
+    task_name: str
+    index: int
+    epoch: int
+    phase: TaskPhase
+    node: str = ""
+    exit_code: int | None = None
+    reason: str = ""
+    log_tail: str = ""
+    started_at: float | None = None
+    finished_at: float | None = None
+
+    @property
+    def task_id(self) -> str:
+        return task_id(self.job_id, self.task_name, self.index)
+
+
+def task_id(job_id: str, task_name: str, index: int) -> str:
+    return f"{job_id}/{task_name}-{index}"
+
+
+class LaunchError(RuntimeError):
+    """A gang could not be started; the backend has already undone whatever it started of it."""
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+
+    def nodes(self) -> list[NodeView]:
+        """Every node with allocatable, used (by anything, fedq or not), labels and cordon state."""
+        ...
+
+    def launch(self, gang: Sequence[TaskLaunch]) -> None:
+        """Start every task of ``gang`` on its node, or none: raise ``LaunchError`` after cleaning up."""
+        ...
+
+    def kill(self, job_id: str, epoch: int | None = None, reason: str = "cancelled") -> None:
+        """Stop a job's tasks (all epochs when ``epoch`` is None); their final status is KILLED."""
+        ...
+
+    def poll(self) -> list[TaskStatus]:
+        """Status changes since the previous call, oldest first; each change is returned once."""
+        ...
+
+    def tasks(self) -> list[TaskStatus]:
+        """The current status of every task the backend knows of: what a restarted agent reconciles from."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,55 @@
+"""Quantity and duration parsing shared by every layer.
+
+Quantities go through ``kubernetes.utils.parse_quantity`` so "500m", "4Gi" and "1e3" mean exactly
+what they mean to Kubernetes; durations accept Go/Prometheus-style strings ("90m", "1h30m", "2d").
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+from kubernetes.utils import parse_quantity as _k8s_parse_quantity
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+
+
+def parse_quantity(value: str | int | float) -> float:
+    """A Kubernetes quantity as a float in base units; raises ValueError naming the bad text."""
+    if isinstance(value, bool):
+        raise ValueError(f"quantity must be a number or a string like '500m' or '4Gi', not {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        parsed = _k8s_parse_quantity(str(value).strip())
+    except (ValueError, InvalidOperation, TypeError) as exc:
+        raise ValueError(f"invalid quantity {value!r}: expected e.g. '2', '500m', '4Gi'") from exc
+    if not isinstance(parsed, Decimal):
+        parsed = Decimal(parsed)
+    return float(parsed)
+
+
+def parse_duration(value: str | int | float) -> float:
+    """Seconds from a number (taken as seconds) or a string like '90s', '2h', '1h30m', '1d'."""
+    if isinstance(value, bool):
+        raise ValueError(f"duration must be seconds or a string like '2h', not {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    text = str(value).strip()
+    if not text:
+        raise ValueError("duration is empty: expected e.g. '90s', '2h', '1h30m'")
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    pos = 0
+    total = 0.0
+    for match in _DURATION_PART.finditer(text):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        pos = match.end()
+    if pos != len(text) or pos == 0:
+        raise ValueError(f"invalid duration {value!r}: expected e.g. '90s', '2h', '1h30m', '1d'")
+    return total
