@@ -1,0 +1,75 @@
+"""The FastAPI application: ``create_app`` wires a store, a clock and a config into the routes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from federation.api import routes_admin, routes_jobs
+from federation.api.errors import install_error_handlers
+from federation.api.state import ApiMetrics, QueueTreeCache, ServerState
+from federation.auth import TokenStore
+from federation.config import FederationConfig
+from federation.jobs import JobRepository
+from federation.models import QueueTreeConfig
+from federation.store import Store
+from policies.clock import Clock, SystemClock
+
+
+def create_app(
+    store: Store,
+    *,
+    admin_token: str,
+    config: FederationConfig | None = None,
+    clock: Clock | None = None,
+    queues: QueueTreeConfig | None = None,
+    close_store: bool = False,
+) -> FastAPI:
+    """Build the API over ``store``; ``queues``, when given, is applied at start-up."""
+    state = ServerState(
+        store=store,
+        config=config or FederationConfig(),
+        clock=clock or SystemClock(),
+        tokens=TokenStore(store, admin_token),
+        jobs=JobRepository(store),
+        queues=QueueTreeCache(store),
+        metrics=ApiMetrics(),
+    )
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if queues is not None:
+            await state.queues.apply(queues)
+        yield
+        if close_store:
+            await store.close()
+
+    app = FastAPI(title="fedq", version="0.1.0", lifespan=lifespan)
+    app.state.fedq = state
+    install_error_handlers(app)
+    app.include_router(routes_jobs.router)
+    app.include_router(routes_admin.router)
+
+    @app.middleware("http")
+    async def _observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        started = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        state.metrics.latency.labels(route=getattr(route, "path", "unmatched")).observe(time.perf_counter() - started)
+        if 400 <= response.status_code < 500:
+            state.metrics.rejected.labels(status=str(response.status_code)).inc()
+        return response
+
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict[str, object]:
+        return {"ok": True, "revision": await store.revision()}
+
+    @app.get("/metrics", tags=["health"])
+    async def metrics() -> Response:
+        return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app

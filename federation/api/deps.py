@@ -1,0 +1,66 @@
+"""Request plumbing: who is calling, and the body read within the size limit and parsed."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import yaml
+from fastapi import Depends, Request
+
+from federation.api.errors import ApiError
+from federation.api.state import ServerState
+from federation.auth import Principal, Role
+
+
+def server_state(request: Request) -> ServerState:
+    state: ServerState = request.app.state.fedq
+    return state
+
+
+State = Annotated[ServerState, Depends(server_state)]
+
+
+async def principal(request: Request, state: State) -> Principal:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ApiError(401, "missing bearer token: pass --token or set FEDQ_TOKEN", [])
+    who = await state.tokens.resolve(token.strip(), state.clock.now())
+    if who is None or who.role is Role.JOIN:
+        raise ApiError(401, "invalid or expired token")
+    return who
+
+
+Caller = Annotated[Principal, Depends(principal)]
+
+
+def require_admin(who: Principal) -> None:
+    if not who.is_admin:
+        raise ApiError(403, f"this needs an admin token; you are {who.role.value} {who.name!r}")
+
+
+async def read_document(request: Request, limit: int) -> Any:
+    """The body as JSON or YAML (by content type), refused past ``limit`` bytes before it is read in full."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, f"request body of {declared} bytes is over the limit of {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, f"request body is over the limit of {limit} bytes")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        raise ApiError(400, "request body is empty: send a JSON (or YAML) document")
+    content_type = request.headers.get("content-type", "application/json").split(";")[0].strip()
+    try:
+        if content_type in ("application/yaml", "application/x-yaml", "text/yaml"):
+            return yaml.safe_load(raw)
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ApiError(400, f"malformed JSON body: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ApiError(400, f"malformed YAML body: {exc}") from None

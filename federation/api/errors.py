@@ -1,0 +1,75 @@
+"""One error shape for every 4xx/5xx: ``{"error": message, "fields": [{"field", "message"}]}``.
+
+Clients (the CLI included) print ``error`` and each field line, so messages are written for people.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from federation.store import StoreUnavailable
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, fields: Sequence[dict[str, str]] = ()) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.fields = list(fields)
+
+
+def field_path(loc: Sequence[Any], prefix: str = "") -> str:
+    path = prefix
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
+def validation_fields(exc: ValidationError, prefix: str = "") -> list[dict[str, str]]:
+    fields = []
+    for error in exc.errors(include_url=False):
+        message = str(error["msg"]).removeprefix("Value error, ")
+        fields.append({"field": field_path(error["loc"], prefix), "message": message})
+    return fields
+
+
+def invalid(exc: ValidationError, what: str, prefix: str = "") -> ApiError:
+    fields = validation_fields(exc, prefix)
+    summary = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
+    return ApiError(422, f"invalid {what}: {summary}", fields)
+
+
+def _body(message: str, fields: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
+    return {"error": message, "fields": list(fields)}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse(_body(exc.message, exc.fields), status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _request_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        fields = [
+            {"field": field_path(error["loc"]), "message": str(error["msg"])} for error in exc.errors()
+        ]
+        summary = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
+        return JSONResponse(_body(f"invalid request: {summary}", fields), status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse(_body(str(exc.detail)), status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(StoreUnavailable)
+    async def _store_down(_: Request, exc: StoreUnavailable) -> JSONResponse:
+        return JSONResponse(_body(f"the store is unavailable, try again: {exc}"), status_code=503)

@@ -1,0 +1,106 @@
+"""``/v1/queues`` and ``/v1/tenants``: the queue tree and tenant tokens."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from fastapi import APIRouter, Request
+from pydantic import ValidationError
+
+from federation.api.deps import Caller, State, read_document, require_admin
+from federation.api.errors import ApiError, invalid
+from federation.auth import Role
+from federation.models import JobState, QueueNode, QueueTree, QueueTreeConfig, check_tenant_name
+from policies.units import parse_duration
+
+router = APIRouter(tags=["queues"])
+
+_COUNTED = (JobState.PENDING, JobState.RESERVED, JobState.UNSCHEDULABLE, JobState.DISPATCHED, JobState.ADMITTED, JobState.RUNNING)
+
+
+async def _counts(state: State) -> dict[str, Counter[str]]:
+    counts: dict[str, Counter[str]] = {}
+    for job_state in _COUNTED:
+        for item in await state.jobs.summaries(state=job_state.value):
+            counts.setdefault(item["queue"], Counter())[job_state.value] += 1
+    return counts
+
+
+def _node_view(node: QueueNode, counts: dict[str, Counter[str]]) -> dict[str, Any]:
+    config = node.config
+    children = [_node_view(child, counts) for child in node.children]
+    own = counts.get(node.path, Counter())
+    pending = sum(own[s.value] for s in (JobState.PENDING, JobState.RESERVED, JobState.UNSCHEDULABLE))
+    running = sum(own[s.value] for s in (JobState.DISPATCHED, JobState.ADMITTED, JobState.RUNNING))
+    return {
+        "path": node.path,
+        "name": config.name,
+        "weight": config.weight,
+        "guarantee": config.guarantee,
+        "cap": config.cap,
+        "acceptSurplus": config.accept_surplus,
+        "priorityFactor": config.priority_factor,
+        "tenants": config.tenants,
+        "pending": pending + sum(child["pending"] for child in children),
+        "running": running + sum(child["running"] for child in children),
+        "children": children,
+    }
+
+
+@router.get("/v1/queues")
+async def get_queues(state: State, who: Caller) -> dict[str, Any]:
+    tree = await state.queues.get()
+    if tree is None:
+        return {"queues": []}
+    counts = await _counts(state)
+    roots = [node for node in tree.nodes.values() if node.parent is None]
+    return {"queues": [_node_view(node, counts) for node in roots]}
+
+
+@router.put("/v1/queues")
+async def put_queues(request: Request, state: State, who: Caller) -> dict[str, Any]:
+    require_admin(who)
+    doc = await read_document(request, state.config.api.max_body_bytes)
+    try:
+        config = QueueTreeConfig.model_validate(doc)
+    except ValidationError as exc:
+        raise invalid(exc, "queue tree") from None
+    new_tree = QueueTree(config)
+    busy = [queue for queue in (await _counts(state)) if (node := new_tree.get(queue)) is None or not node.is_leaf]
+    if busy:
+        raise ApiError(409, f"queues with unfinished jobs would lose their leaf: {', '.join(sorted(busy))}", [
+            {"field": "queues", "message": f"keep leaf queue {queue!r} until its jobs finish"} for queue in sorted(busy)
+        ])
+    tree = await state.queues.apply(config)
+    return {"applied": sorted(tree.nodes)}
+
+
+@router.post("/v1/tenants/{name}/tokens", status_code=201, tags=["tenants"])
+async def create_tenant_token(name: str, request: Request, state: State, who: Caller) -> dict[str, Any]:
+    require_admin(who)
+    try:
+        check_tenant_name(name)
+    except ValueError as exc:
+        raise ApiError(422, str(exc), [{"field": "name", "message": str(exc)}]) from None
+    expires_at = await _expiry(request, state)
+    token = await state.tokens.issue(Role.TENANT, name, expires_at=expires_at)
+    return {"tenant": name, "token": token, "expires_at": expires_at}
+
+
+async def _expiry(request: Request, state: State) -> float | None:
+    """An optional ``{"ttl": "30d"}`` body turns into an absolute expiry time."""
+    if not (await request.body()).strip():
+        return None
+    doc = await read_document(request, 4096)
+    if not isinstance(doc, dict) or set(doc) - {"ttl"}:
+        raise ApiError(422, "body may only hold {\"ttl\": \"30d\"}", [{"field": "ttl", "message": "unknown fields"}])
+    if doc.get("ttl") is None:
+        return None
+    try:
+        ttl = parse_duration(doc["ttl"])
+    except ValueError as exc:
+        raise ApiError(422, str(exc), [{"field": "ttl", "message": str(exc)}]) from None
+    if ttl <= 0:
+        raise ApiError(422, "ttl must be positive", [{"field": "ttl", "message": "must be positive"}])
+    return state.clock.now() + ttl

@@ -1,0 +1,172 @@
+"""``/v1/jobs``: submit (one, many, arrays), list, get, cancel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Query, Request
+from pydantic import ValidationError
+
+from federation.api.deps import Caller, State, read_document
+from federation.api.errors import ApiError, invalid
+from federation.auth import Principal, Role
+from federation.jobs import Conflict, NotFound, StoredJob, expand
+from federation.models import JobManifest, JobRecord, JobState, QueueTree
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+
+
+def _submitting_tenant(who: Principal, tenant: str | None) -> str:
+    if who.role is Role.TENANT:
+        if tenant not in (None, who.name):
+            raise ApiError(403, f"tenant {who.name!r} cannot submit as tenant {tenant!r}")
+        return who.name
+    if who.is_admin:
+        if not tenant:
+            raise ApiError(422, "an admin submitting must name the tenant: ?tenant=NAME", [
+                {"field": "tenant", "message": "required for admin submissions"}
+            ])
+        return tenant
+    raise ApiError(403, f"a {who.role.value} token cannot submit jobs")
+
+
+def _documents(doc: Any, limit: int) -> tuple[list[Any], bool]:
+    if isinstance(doc, dict) and set(doc) == {"jobs"}:
+        jobs = doc["jobs"]
+        if not isinstance(jobs, list) or not jobs:
+            raise ApiError(422, "'jobs' must be a non-empty list of job specs", [
+                {"field": "jobs", "message": "expected a non-empty list"}
+            ])
+        if len(jobs) > limit:
+            raise ApiError(413, f"{len(jobs)} jobs in one request; the limit is {limit}", [
+                {"field": "jobs", "message": f"at most {limit} jobs per request"}
+            ])
+        return jobs, True
+    if not isinstance(doc, dict):
+        raise ApiError(422, "the body must be a job spec object or {\"jobs\": [...]}")
+    return [doc], False
+
+
+def _check_against_tree(
+    manifest: JobManifest, tenant: str, tree: QueueTree, state: State, prefix: str
+) -> None:
+    spec = manifest.spec
+    node = tree.get(spec.queue)
+    if node is None:
+        raise ApiError(422, f"unknown queue {spec.queue!r}", [{"field": f"{prefix}spec.queue", "message": "no such queue"}])
+    if not node.is_leaf:
+        raise ApiError(422, f"queue {spec.queue!r} is not a leaf queue; submit to one of its children", [
+            {"field": f"{prefix}spec.queue", "message": "not a leaf queue"}
+        ])
+    if not tree.may_submit(tenant, spec.queue):
+        raise ApiError(403, f"tenant {tenant!r} may not submit to queue {spec.queue!r}")
+    limits = state.config.api
+    if spec.array is not None and spec.array.count > limits.max_array_count:
+        raise ApiError(422, f"array count {spec.array.count} is over the limit of {limits.max_array_count}", [
+            {"field": f"{prefix}spec.array.count", "message": f"at most {limits.max_array_count}"}
+        ])
+    if limits.require_walltime and spec.walltime is None:
+        raise ApiError(422, "this federation requires spec.walltime on every job", [
+            {"field": f"{prefix}spec.walltime", "message": "required"}
+        ])
+
+
+@router.post("", status_code=201)
+async def submit(request: Request, state: State, who: Caller, tenant: str | None = None) -> dict[str, Any]:
+    doc = await read_document(request, state.config.api.max_body_bytes)
+    owner = _submitting_tenant(who, tenant)
+    documents, bulk = _documents(doc, state.config.api.max_jobs_per_request)
+    tree = await state.queues.get()
+    if tree is None:
+        raise ApiError(409, "the federation has no queues yet: an admin must run `fedq queues apply FILE`")
+    manifests = []
+    for number, document in enumerate(documents):
+        prefix = f"jobs[{number}]." if bulk else ""
+        try:
+            manifest = JobManifest.model_validate(document)
+        except ValidationError as exc:
+            raise invalid(exc, "job spec", prefix.rstrip(".")) from None
+        _check_against_tree(manifest, owner, tree, state, prefix)
+        manifests.append(manifest)
+    now = state.clock.now()
+    records = [record for manifest in manifests for record in expand(manifest, owner, now)]
+    await state.jobs.create(records)
+    for record in records:
+        state.metrics.submitted.labels(queue=record.queue).inc()
+    if bulk:
+        return {"ids": [record.id for record in records]}
+    if manifests[0].spec.array is not None:
+        return {"id": records[0].array_id, "ids": [record.id for record in records]}
+    return {"id": records[0].id}
+
+
+async def _owned(state: State, who: Principal, job_id: str) -> StoredJob:
+    try:
+        stored = await state.jobs.get(job_id)
+    except NotFound:
+        raise ApiError(404, f"job {job_id!r} not found") from None
+    if who.role is Role.TENANT and stored.record.tenant != who.name:
+        raise ApiError(403, f"job {job_id!r} belongs to another tenant")
+    if who.role not in (Role.TENANT, Role.ADMIN):
+        raise ApiError(403, f"a {who.role.value} token cannot read jobs")
+    return stored
+
+
+@router.get("")
+async def list_jobs(
+    state: State,
+    who: Caller,
+    job_state: JobState | None = Query(None, alias="state"),
+    queue: str | None = None,
+    tenant: str | None = None,
+    limit: int = Query(500, ge=1, le=10_000),
+    after: str | None = Query(None, alias="continue"),
+) -> dict[str, Any]:
+    if who.role is Role.TENANT:
+        if tenant not in (None, who.name):
+            raise ApiError(403, f"tenant {who.name!r} cannot list jobs of tenant {tenant!r}")
+        tenant = who.name
+    elif not who.is_admin:
+        raise ApiError(403, f"a {who.role.value} token cannot list jobs")
+    items = await state.jobs.summaries(
+        state=job_state.value if job_state else None, queue=queue, tenant=tenant
+    )
+    if after is not None:
+        items = [item for item in items if item["id"] > after]
+    page = items[:limit]
+    more = len(items) > limit
+    return {"items": page, "continue": page[-1]["id"] if more else None}
+
+
+@router.get("/{job_id}")
+async def get_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
+    stored = await _owned(state, who, job_id)
+    return _detail(stored.record)
+
+
+def _detail(record: JobRecord) -> dict[str, Any]:
+    detail = record.model_dump(mode="json", by_alias=True)
+    detail["spec"] = record.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    return detail
+
+
+@router.delete("/{job_id}", status_code=200)
+async def cancel_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
+    """Queued jobs are cancelled at once; running ones are marked and stopped by their cluster's agent."""
+    for _ in range(5):
+        stored = await _owned(state, who, job_id)
+        record = stored.record
+        if record.state.terminal:
+            raise ApiError(409, f"job {job_id!r} already finished ({record.state.value})")
+        try:
+            if record.state.queued:
+                stored = await state.jobs.transition(
+                    stored, JobState.CANCELLED, now=state.clock.now(), reason=f"cancelled by {who.name}",
+                    end_time=state.clock.now(),
+                )
+            elif not record.cancel_requested:
+                stored = await state.jobs.update(stored, cancel_requested=True, reason=f"cancel requested by {who.name}")
+            return {"id": job_id, "state": stored.record.state.value, "cancel_requested": stored.record.cancel_requested}
+        except Conflict:
+            continue
+    raise ApiError(409, f"job {job_id!r} kept changing while cancelling; try again")

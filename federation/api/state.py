@@ -1,0 +1,64 @@
+"""What every request handler shares: the store and the views built on it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from federation import keys
+from federation.auth import TokenStore
+from federation.config import FederationConfig
+from federation.jobs import JobRepository
+from federation.models import QueueTree, QueueTreeConfig
+from federation.store import Store
+from policies.clock import Clock
+
+
+@dataclass
+class ApiMetrics:
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def __post_init__(self) -> None:
+        self.submitted = Counter(
+            "fedq_jobs_submitted", "Jobs accepted by the API", ["queue"], registry=self.registry
+        )
+        self.rejected = Counter(
+            "fedq_api_rejections", "Requests refused with a 4xx", ["status"], registry=self.registry
+        )
+        self.latency = Histogram(
+            "fedq_api_request_seconds", "API request latency", ["route"], registry=self.registry
+        )
+
+
+class QueueTreeCache:
+    """The applied queue tree, re-parsed only when its key's revision moves (several API replicas)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._revision = -1
+        self._tree: QueueTree | None = None
+
+    async def get(self) -> QueueTree | None:
+        kv = await self._store.get(keys.QUEUES)
+        if kv is None:
+            self._revision, self._tree = -1, None
+        elif kv.mod_revision != self._revision:
+            self._tree = QueueTree(QueueTreeConfig.model_validate_json(kv.value))
+            self._revision = kv.mod_revision
+        return self._tree
+
+    async def apply(self, config: QueueTreeConfig) -> QueueTree:
+        await self._store.put(keys.QUEUES, config.model_dump_json(by_alias=True).encode())
+        return await self.get() or QueueTree(config)
+
+
+@dataclass
+class ServerState:
+    store: Store
+    config: FederationConfig
+    clock: Clock
+    tokens: TokenStore
+    jobs: JobRepository
+    queues: QueueTreeCache
+    metrics: ApiMetrics

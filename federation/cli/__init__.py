@@ -1,0 +1,42 @@
+"""The ``fedq`` command. Exit codes: 0 ok, 1 refused by the server or bad input, 2 usage,
+3 server unreachable or failing."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from federation.cli import admin, jobs, server
+from federation.cli.context import common_options
+from federation.cli.output import fail
+from federation.client import FedqError
+
+EXIT_REFUSED = 1
+EXIT_UNAVAILABLE = 3
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = common_options()
+    parser = argparse.ArgumentParser(prog="fedq", description="Federated batch queue manager", parents=[common])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    server.register(sub)
+    jobs.register(sub, common)
+    admin.register(sub, common)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+        return code
+    except FedqError as exc:
+        return fail(str(exc), EXIT_UNAVAILABLE if exc.status == 0 or exc.status >= 500 else EXIT_REFUSED)
+    except ValueError as exc:
+        return fail(str(exc), EXIT_REFUSED)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""``fedq queues [apply FILE]`` and ``fedq token create``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from federation.cli.context import client_from, output_of
+from federation.cli.output import emit
+from federation.config import load_yaml_file
+
+
+def _flatten(nodes: list[dict[str, Any]], depth: int = 0) -> list[list[Any]]:
+    rows: list[list[Any]] = []
+    for node in nodes:
+        limits = lambda res: ", ".join(f"{k}={v:g}" for k, v in res.items())  # noqa: E731
+        rows.append([
+            "  " * depth + node["name"], node["weight"], limits(node["guarantee"]), limits(node["cap"]),
+            "yes" if node["acceptSurplus"] else "no", ",".join(node["tenants"]), node["pending"], node["running"],
+        ])
+        rows.extend(_flatten(node["children"], depth + 1))
+    return rows
+
+
+def cmd_queues(args: argparse.Namespace) -> int:
+    with client_from(args) as client:
+        if args.action == "apply":
+            if not args.file:
+                raise ValueError("usage: fedq queues apply FILE")
+            result = client.apply_queues(load_yaml_file(args.file) or {})
+            emit(result, output_of(args), columns=["applied queue"], rows=[[q] for q in result["applied"]])
+            return 0
+        tree = client.queues()
+    emit(tree, output_of(args), columns=["QUEUE", "WEIGHT", "GUARANTEE", "CAP", "SURPLUS", "TENANTS", "PENDING", "RUNNING"],
+         rows=_flatten(tree["queues"]))
+    return 0
+
+
+def cmd_token_create(args: argparse.Namespace) -> int:
+    with client_from(args) as client:
+        if args.tenant:
+            token = client.create_tenant_token(args.tenant, args.ttl)
+            subject = {"tenant": args.tenant}
+        else:
+            token = client.create_join_token(args.cluster, args.ttl)
+            subject = {"cluster": args.cluster}
+    emit({**subject, "token": token}, output_of(args), columns=["FOR", "TOKEN"], rows=[[next(iter(subject.values())), token]])
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    queues = sub.add_parser("queues", parents=[common], help="show the queue tree, or apply one from a file")
+    queues.add_argument("action", nargs="?", choices=["show", "apply"], default="show")
+    queues.add_argument("file", nargs="?")
+    queues.set_defaults(func=cmd_queues)
+
+    token = sub.add_parser("token", parents=[common], help="create tenant tokens and cluster join tokens")
+    token_sub = token.add_subparsers(dest="token_action", required=True)
+    create = token_sub.add_parser("create", parents=[common], help="create a token (admin)")
+    who = create.add_mutually_exclusive_group(required=True)
+    who.add_argument("--tenant", help="a tenant API token")
+    who.add_argument("--cluster", help="a one-time join token for a member cluster")
+    create.add_argument("--ttl", help="expire after e.g. 30d")
+    create.set_defaults(func=cmd_token_create)

@@ -1,0 +1,102 @@
+"""``fedq submit | jobs | job | cancel``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import yaml
+
+from federation.cli.context import client_from, output_of
+from federation.cli.output import emit, when
+
+
+def read_documents(path: str) -> list[Any]:
+    """YAML (one or many documents) or JSON from a file or '-' for stdin."""
+    try:
+        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        docs = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: invalid YAML/JSON: {exc}") from None
+    if not docs:
+        raise ValueError(f"{path}: no job documents found")
+    expanded: list[Any] = []
+    for doc in docs:
+        expanded.extend(doc["jobs"] if isinstance(doc, dict) and set(doc) == {"jobs"} else [doc])
+    return expanded
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    docs = read_documents(args.file)
+    with client_from(args) as client:
+        if len(docs) == 1:
+            result = client.submit(docs[0], tenant=args.tenant)
+            ids = result.get("ids") or [result["id"]]
+        else:
+            ids = client.submit_many(docs, tenant=args.tenant)
+    emit({"ids": ids}, output_of(args), columns=["submitted"], rows=[[job_id] for job_id in ids])
+    return 0
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    with client_from(args) as client:
+        items = list(client.jobs(state=args.state, queue=args.queue, tenant=args.tenant))
+    emit(
+        {"items": items},
+        output_of(args),
+        columns=["ID", "NAME", "TENANT", "QUEUE", "STATE", "PRIO", "SUBMITTED", "CLUSTER", "REASON"],
+        rows=[
+            [i["id"], i["name"], i["tenant"], i["queue"], i["state"], i["priority"], when(i["submit_time"]),
+             i.get("cluster", ""), i.get("reason", "")]
+            for i in items
+        ],
+    )
+    return 0
+
+
+def cmd_job(args: argparse.Namespace) -> int:
+    with client_from(args) as client:
+        job = client.job(args.id)
+    if output_of(args) != "table":
+        emit(job, output_of(args))
+        return 0
+    fields = ["id", "name", "tenant", "queue", "state", "reason", "priority", "cluster", "epoch", "attempt", "exit_code"]
+    emit(job, "table", columns=["FIELD", "VALUE"], rows=[[f, job.get(f)] for f in fields], title=f"job {job['id']}")
+    emit(job, "table", columns=["TIME", "FROM", "TO", "REASON", "CLUSTER", "EPOCH"], rows=[
+        [when(e["time"]), e.get("from") or "", e["to"], e.get("reason", ""), e.get("cluster", ""), e.get("epoch", 0)]
+        for e in job.get("events", [])
+    ], title="events")
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    with client_from(args) as client:
+        result = client.cancel(args.id)
+    emit(result, output_of(args), columns=["ID", "STATE", "CANCEL REQUESTED"],
+         rows=[[result["id"], result["state"], result["cancel_requested"]]])
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    submit = sub.add_parser("submit", parents=[common], help="submit jobs from a YAML/JSON file or '-'")
+    submit.add_argument("file")
+    submit.add_argument("--tenant", help="with an admin token: the tenant to submit as")
+    submit.set_defaults(func=cmd_submit)
+
+    jobs = sub.add_parser("jobs", parents=[common], help="list jobs")
+    jobs.add_argument("--state")
+    jobs.add_argument("--queue")
+    jobs.add_argument("--tenant")
+    jobs.set_defaults(func=cmd_jobs)
+
+    job = sub.add_parser("job", parents=[common], help="show one job with its events")
+    job.add_argument("id")
+    job.set_defaults(func=cmd_job)
+
+    cancel = sub.add_parser("cancel", parents=[common], help="cancel a job")
+    cancel.add_argument("id")
+    cancel.set_defaults(func=cmd_cancel)

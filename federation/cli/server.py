@@ -1,0 +1,63 @@
+"""``fedq server``: the API server (and, from the scheduler issue on, the global scheduler)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+
+import uvicorn
+
+from federation.api.app import create_app
+from federation.cli.output import errors
+from federation.config import load_federation_config, load_yaml_file
+from federation.models import QueueTreeConfig
+from federation.store import EtcdStore, MemoryStore, Store
+from policies.clock import SystemClock
+
+
+def admin_token_from_env() -> tuple[str, bool]:
+    """The admin token from FEDQ_ADMIN_TOKEN, or a fresh one (and whether it was generated)."""
+    token = os.environ.get("FEDQ_ADMIN_TOKEN")
+    if token:
+        return token, False
+    return f"fedq_admin_{secrets.token_urlsafe(24)}", True
+
+
+def open_store(kind: str, etcd: str | None, prefix: str) -> Store:
+    if kind == "memory":
+        return MemoryStore(clock=SystemClock(), prefix=prefix)
+    if not etcd:
+        raise ValueError("--store etcd needs --etcd URL (e.g. http://127.0.0.1:2379)")
+    return EtcdStore(etcd, prefix=prefix)
+
+
+async def serve(args: argparse.Namespace) -> None:
+    config = load_federation_config(args.config)
+    queues = QueueTreeConfig.model_validate(load_yaml_file(args.queues)) if args.queues else None
+    token, generated = admin_token_from_env()
+    if generated:
+        errors.print(f"admin token (set FEDQ_ADMIN_TOKEN to choose one): {token}", highlight=False)
+    store = open_store(args.store, args.etcd, args.prefix)
+    app = create_app(store, admin_token=token, config=config, clock=SystemClock(), queues=queues, close_store=True)
+    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level))
+    await server.serve()
+
+
+def cmd_server(args: argparse.Namespace) -> int:
+    asyncio.run(serve(args))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    server = sub.add_parser("server", help="run the federation API server")
+    server.add_argument("--store", choices=["memory", "etcd"], default="memory")
+    server.add_argument("--etcd", help="etcd URL for --store etcd, e.g. http://127.0.0.1:2379")
+    server.add_argument("--prefix", default="/fedq/", help="key prefix in the store")
+    server.add_argument("--host", default="127.0.0.1")
+    server.add_argument("--port", type=int, default=8080)
+    server.add_argument("--queues", help="queue tree YAML to apply at start-up")
+    server.add_argument("--config", help="federation.yaml")
+    server.add_argument("--log-level", default="warning")
+    server.set_defaults(func=cmd_server)

@@ -1,0 +1,122 @@
+"""``configs/federation.yaml``: scheduler, fair-share, cluster-liveness and API limits.
+
+The same keys are the ``policy:`` block of a simulator scenario, so one file can be replayed
+before it is deployed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from policies.units import parse_duration
+
+
+def _seconds(value: Any) -> float:
+    seconds = parse_duration(value)
+    if seconds < 0:
+        raise ValueError(f"duration must not be negative (got {value!r})")
+    return seconds
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class FairShareConfig(_Section):
+    half_life: float = Field(86400.0, alias="halfLife")
+    usage_weights: dict[str, float] = Field(default_factory=lambda: {"cpu": 1.0}, alias="usageWeights")
+    dominant_share: bool = Field(False, alias="dominantShare")
+
+    @field_validator("half_life", mode="before")
+    @classmethod
+    def _half_life(cls, value: Any) -> float:
+        seconds = _seconds(value)
+        if seconds <= 0:
+            raise ValueError("halfLife must be positive")
+        return seconds
+
+
+class ReservationConfig(_Section):
+    after: float = 0.0
+    depth: int | Literal["all"] = 1
+
+    @field_validator("after", mode="before")
+    @classmethod
+    def _after(cls, value: Any) -> float:
+        return _seconds(value)
+
+    @field_validator("depth")
+    @classmethod
+    def _depth(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and value < 0:
+            raise ValueError("reservation depth must be 0 or more, or 'all'")
+        return value
+
+
+class ClusterLivenessConfig(_Section):
+    lost_after: float = Field(15.0, alias="lostAfter")
+    requeue_after: float = Field(60.0, alias="requeueAfter")
+
+    @field_validator("lost_after", "requeue_after", mode="before")
+    @classmethod
+    def _durations(cls, value: Any) -> float:
+        return _seconds(value)
+
+
+class ReclaimConfig(_Section):
+    enabled: bool = True
+    grace: float = 30.0
+    max_per_minute: int = Field(20, alias="maxPerMinute", ge=0)
+
+    @field_validator("grace", mode="before")
+    @classmethod
+    def _grace(cls, value: Any) -> float:
+        return _seconds(value)
+
+
+class ApiLimits(_Section):
+    max_body_bytes: int = Field(8 * 1024 * 1024, alias="maxBodyBytes", gt=0)
+    max_jobs_per_request: int = Field(10_000, alias="maxJobsPerRequest", gt=0)
+    max_array_count: int = Field(10_000, alias="maxArrayCount", gt=0)
+    require_walltime: bool = Field(False, alias="requireWalltime")
+    page_size: int = Field(500, alias="pageSize", gt=0)
+
+
+class FederationConfig(_Section):
+    cycle_period: float = Field(1.0, alias="cyclePeriod")
+    placement: Literal["pack", "spread", "least-loaded"] = "pack"
+    backfill: bool = True
+    fairshare: FairShareConfig = Field(default_factory=FairShareConfig)
+    reservation: ReservationConfig = Field(default_factory=ReservationConfig)
+    cluster: ClusterLivenessConfig = Field(default_factory=ClusterLivenessConfig)
+    reclaim: ReclaimConfig = Field(default_factory=ReclaimConfig)
+    api: ApiLimits = Field(default_factory=ApiLimits)
+
+    @field_validator("cycle_period", mode="before")
+    @classmethod
+    def _period(cls, value: Any) -> float:
+        seconds = _seconds(value)
+        if seconds <= 0:
+            raise ValueError("cyclePeriod must be positive")
+        return seconds
+
+
+def load_yaml_file(path: str | Path) -> Any:
+    """Read one YAML document; errors name the file and the line."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return yaml.safe_load(handle)
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: invalid YAML: {exc}") from None
+
+
+def load_federation_config(path: str | Path | None) -> FederationConfig:
+    if path is None:
+        return FederationConfig()
+    return FederationConfig.model_validate(load_yaml_file(path) or {})

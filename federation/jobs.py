@@ -1,0 +1,160 @@
+"""Job records in the store: submit in batched txns, CAS state transitions, index maintenance.
+
+Every state change rewrites the record and moves its ``idx/<state>/<queue>/<id>`` entry in one txn
+guarded by the record's ``mod_revision``, so two writers can never both win and the index never
+disagrees with the record.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from federation import keys
+from federation.ids import new_job_id
+from federation.models import JobEvent, JobManifest, JobRecord, JobState
+from federation.store import Compare, Op, Store
+
+JOBS_PER_TXN = 64  # two ops per job (record + index) under etcd's default 128-op limit
+
+
+class Conflict(Exception):
+    """The record changed since it was read; re-read and decide again."""
+
+
+class NotFound(KeyError):
+    pass
+
+
+@dataclass(frozen=True)
+class StoredJob:
+    record: JobRecord
+    revision: int
+
+
+def expand(manifest: JobManifest, tenant: str, now: float) -> list[JobRecord]:
+    """One record per job, array jobs expanded into ``<id>-<index>`` elements."""
+    spec = manifest.spec
+    base_id = new_job_id(now)
+    common: dict[str, Any] = {
+        "name": manifest.metadata.name,
+        "tenant": tenant,
+        "queue": spec.queue,
+        "priority": spec.priority,
+        "labels": manifest.metadata.labels,
+        "spec": spec.model_copy(update={"array": None}),
+        "submit_time": now,
+        "events": [JobEvent(time=now, target=JobState.PENDING, reason="submitted")],
+    }
+    if spec.array is None:
+        return [JobRecord(id=base_id, **common)]
+    return [
+        JobRecord(id=f"{base_id}-{index}", array_id=base_id, array_index=index, **common)
+        for index in range(spec.array.count)
+    ]
+
+
+def _index_value(record: JobRecord) -> bytes:
+    return json.dumps(record.summary(), separators=(",", ":")).encode()
+
+
+def _write_ops(record: JobRecord) -> list[Op]:
+    return [
+        Op.put(keys.job(record.id), record.to_bytes()),
+        Op.put(keys.job_index(record.state.value, record.queue, record.id), _index_value(record)),
+    ]
+
+
+class JobRepository:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def create(self, records: Sequence[JobRecord]) -> None:
+        """Write new jobs in batched txns; if a batch fails, the batches already written are removed."""
+        written: list[JobRecord] = []
+        try:
+            for start in range(0, len(records), JOBS_PER_TXN):
+                batch = records[start : start + JOBS_PER_TXN]
+                ops = [op for record in batch for op in _write_ops(record)]
+                await self.store.txn([], ops, [])
+                written.extend(batch)
+        except BaseException:
+            await self._remove(written)
+            raise
+
+    async def _remove(self, records: Iterable[JobRecord]) -> None:
+        ops = [
+            op
+            for record in records
+            for op in (
+                Op.delete(keys.job(record.id)),
+                Op.delete(keys.job_index(record.state.value, record.queue, record.id)),
+            )
+        ]
+        for start in range(0, len(ops), 2 * JOBS_PER_TXN):
+            await self.store.txn([], ops[start : start + 2 * JOBS_PER_TXN], [])
+
+    async def get(self, job_id: str) -> StoredJob:
+        kv = await self.store.get(keys.job(job_id))
+        if kv is None:
+            raise NotFound(job_id)
+        return StoredJob(JobRecord.from_bytes(kv.value), kv.mod_revision)
+
+    async def summaries(
+        self, *, state: str | None = None, queue: str | None = None, tenant: str | None = None
+    ) -> list[dict[str, Any]]:
+        """List views from the index alone (no record reads), in id (= submit) order."""
+        prefix = keys.INDEX if state is None else keys.index_prefix(state, queue)
+        items = []
+        for kv in await self.store.range(prefix):
+            item = json.loads(kv.value)
+            if queue is not None and item["queue"] != queue:
+                continue
+            if tenant is not None and item["tenant"] != tenant:
+                continue
+            items.append(item)
+        items.sort(key=lambda item: item["id"])
+        return items
+
+    async def transition(
+        self,
+        stored: StoredJob,
+        target: JobState,
+        *,
+        now: float,
+        reason: str = "",
+        cluster: str | None = None,
+        epoch: int | None = None,
+        **changes: Any,
+    ) -> StoredJob:
+        """CAS the record into ``target``; raises Conflict if anyone changed it since it was read."""
+        old = stored.record
+        update: dict[str, Any] = {"state": target, "reason": reason, **changes}
+        if cluster is not None:
+            update["cluster"] = cluster
+        if epoch is not None:
+            update["epoch"] = epoch
+        new = old.model_copy(update=update)
+        new.events = [
+            *old.events,
+            JobEvent(time=now, source=old.state, target=target, reason=reason, cluster=new.cluster, epoch=new.epoch),
+        ]
+        ops = _write_ops(new)
+        if (old.state, old.queue) != (new.state, new.queue):
+            ops.append(Op.delete(keys.job_index(old.state.value, old.queue, old.id)))
+        result = await self.store.txn([Compare.mod_revision(keys.job(old.id), "==", stored.revision)], ops, [])
+        if not result.succeeded:
+            raise Conflict(old.id)
+        return StoredJob(new, result.revision)
+
+    async def update(self, stored: StoredJob, **changes: Any) -> StoredJob:
+        """CAS a change that is not a state transition (e.g. a cancel request)."""
+        new = stored.record.model_copy(update=changes)
+        result = await self.store.txn(
+            [Compare.mod_revision(keys.job(new.id), "==", stored.revision)], _write_ops(new), []
+        )
+        if not result.succeeded:
+            raise Conflict(new.id)
+        return StoredJob(new, result.revision)

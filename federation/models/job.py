@@ -1,0 +1,245 @@
+"""The user-facing job spec (``apiVersion: fedq/v1, kind: Job``) and the stored job record.
+
+Specs are validated strictly (unknown fields are errors) because a typo in a batch job usually means
+a job that silently runs with the wrong resources. The stored record is compact: etcd holds every
+pending job, so defaults are left out of the JSON.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from federation.models.resources import Resources, add_resources
+from policies.units import parse_duration
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+_QUEUE_PATH = re.compile(r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9_]*[a-z0-9])?)*$")
+MAX_REPLICAS = 10_000
+MAX_COMMAND_BYTES = 16_384
+
+
+def _duration(value: Any) -> float:
+    seconds = parse_duration(value)
+    if seconds <= 0:
+        raise ValueError(f"duration must be positive (got {value!r})")
+    return seconds
+
+
+Duration = Annotated[float, BeforeValidator(_duration)]
+
+
+def _check_labels(labels: dict[str, str], what: str) -> dict[str, str]:
+    for key, value in labels.items():
+        if len(key) > 253 or not _LABEL_KEY.match(key):
+            raise ValueError(f"invalid {what} key {key!r}: use e.g. 'region' or 'example.com/zone'")
+        if len(value) > 63 or not _LABEL_VALUE.match(value):
+            raise ValueError(f"invalid {what} value {value!r} for {key!r}: letters, digits, '-', '_', '.'")
+    return labels
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, str_strip_whitespace=True)
+
+
+class TaskSpec(StrictModel):
+    name: str = "main"
+    replicas: int = Field(1, ge=1, le=MAX_REPLICAS)
+    resources: Resources = Field(default_factory=dict)
+    command: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    runtime: Duration | None = None
+    """How long each task runs on a simulated backend; real backends run ``command`` instead."""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if len(value) > 63 or not _DNS_LABEL.match(value):
+            raise ValueError(f"invalid task name {value!r}: lower-case letters, digits and '-', at most 63")
+        return value
+
+    @field_validator("command")
+    @classmethod
+    def _command(cls, value: list[str]) -> list[str]:
+        if sum(len(part) for part in value) > MAX_COMMAND_BYTES:
+            raise ValueError(f"command is longer than {MAX_COMMAND_BYTES} characters")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+                raise ValueError(f"invalid environment variable name {key!r}")
+        return value
+
+
+class ArraySpec(StrictModel):
+    count: int = Field(ge=1)
+
+
+class Metadata(StrictModel):
+    name: str
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if len(value) > 63 or not _DNS_LABEL.match(value):
+            raise ValueError(f"invalid job name {value!r}: lower-case letters, digits and '-', at most 63")
+        return value
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        return _check_labels(value, "label")
+
+
+class JobSpecBody(StrictModel):
+    queue: str
+    priority: int = Field(0, ge=-1_000_000, le=1_000_000)
+    walltime: Duration | None = None
+    min_available: int | None = Field(None, alias="minAvailable", ge=1)
+    preemptible: bool = False
+    cluster_selector: dict[str, str] = Field(default_factory=dict, alias="clusterSelector")
+    tasks: list[TaskSpec] = Field(min_length=1, max_length=64)
+    array: ArraySpec | None = None
+
+    @field_validator("queue")
+    @classmethod
+    def _queue(cls, value: str) -> str:
+        if value.startswith("root."):
+            value = value[len("root.") :]
+        if not _QUEUE_PATH.match(value):
+            raise ValueError(f"invalid queue path {value!r}: dotted lower-case names like 'research.vision'")
+        return value
+
+    @field_validator("cluster_selector")
+    @classmethod
+    def _selector(cls, value: dict[str, str]) -> dict[str, str]:
+        return _check_labels(value, "clusterSelector")
+
+    @model_validator(mode="after")
+    def _gang(self) -> JobSpecBody:
+        names = [task.name for task in self.tasks]
+        if len(set(names)) != len(names):
+            raise ValueError("task names must be unique within a job")
+        total = self.total_replicas
+        if total > MAX_REPLICAS:
+            raise ValueError(f"a job may have at most {MAX_REPLICAS} tasks in all (got {total})")
+        if self.min_available is not None and self.min_available > total:
+            raise ValueError(f"minAvailable ({self.min_available}) is more than the job's {total} tasks")
+        return self
+
+    @property
+    def total_replicas(self) -> int:
+        return sum(task.replicas for task in self.tasks)
+
+    @property
+    def gang_size(self) -> int:
+        return self.min_available if self.min_available is not None else self.total_replicas
+
+    def total_resources(self) -> dict[str, float]:
+        total: dict[str, float] = {}
+        for task in self.tasks:
+            add_resources(total, task.resources, task.replicas)
+        return total
+
+
+class JobManifest(StrictModel):
+    api_version: Literal["fedq/v1"] = Field("fedq/v1", alias="apiVersion")
+    kind: Literal["Job"] = "Job"
+    metadata: Metadata
+    spec: JobSpecBody
+
+
+class JobState(str, Enum):
+    PENDING = "Pending"
+    RESERVED = "Reserved"
+    DISPATCHED = "Dispatched"
+    ADMITTED = "Admitted"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    CANCELLED = "Cancelled"
+    UNSCHEDULABLE = "Unschedulable"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_STATES
+
+    @property
+    def queued(self) -> bool:
+        """Waiting in the global queue (not yet sent to a cluster)."""
+        return self in (JobState.PENDING, JobState.RESERVED, JobState.UNSCHEDULABLE)
+
+
+TERMINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
+
+
+class JobEvent(BaseModel):
+    """One transition in a job's history; ``epoch`` fences runs on clusters."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    time: float
+    source: JobState | None = Field(None, alias="from")
+    target: JobState = Field(alias="to")
+    reason: str = ""
+    cluster: str = ""
+    epoch: int = 0
+
+
+class JobRecord(BaseModel):
+    """What the store keeps per job. Written only through CAS transitions."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    id: str
+    name: str
+    tenant: str
+    queue: str
+    priority: int = 0
+    labels: dict[str, str] = Field(default_factory=dict)
+    spec: JobSpecBody
+    array_id: str = ""
+    array_index: int | None = None
+    submit_time: float
+    state: JobState = JobState.PENDING
+    reason: str = ""
+    cluster: str = ""
+    epoch: int = 0
+    attempt: int = 0
+    cancel_requested: bool = False
+    start_time: float | None = None
+    end_time: float | None = None
+    exit_code: int | None = None
+    preemptions: int = 0
+    events: list[JobEvent] = Field(default_factory=list)
+
+    def to_bytes(self) -> bytes:
+        return self.model_dump_json(by_alias=True, exclude_defaults=True).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> JobRecord:
+        return cls.model_validate_json(data)
+
+    def summary(self) -> dict[str, Any]:
+        """The list view: what ``fedq jobs`` shows, without the spec or the history."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "tenant": self.tenant,
+            "queue": self.queue,
+            "state": self.state.value,
+            "priority": self.priority,
+            "submit_time": self.submit_time,
+            "cluster": self.cluster,
+            "reason": self.reason,
+            "attempt": self.attempt,
+        }

@@ -1,0 +1,54 @@
+"""Resource maps: resource name → quantity in base units (cores, bytes, devices).
+
+Names follow Kubernetes' resource-name rules so the same job spec is valid on every backend.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
+
+from policies.units import parse_quantity
+
+_RESOURCE_NAME = re.compile(
+    r"^(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+MAX_RESOURCE_NAME = 253
+
+
+def parse_resources(value: Any) -> dict[str, float]:
+    """Validate a resource map, parsing quantity strings; errors name the offending resource."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError("resources must be a mapping of resource name to quantity, e.g. {cpu: '2', memory: 4Gi}")
+    parsed: dict[str, float] = {}
+    for name, quantity in value.items():
+        if not isinstance(name, str) or len(name) > MAX_RESOURCE_NAME or not _RESOURCE_NAME.match(name):
+            raise ValueError(f"invalid resource name {name!r}: use names like 'cpu', 'memory', 'nvidia.com/gpu'")
+        try:
+            amount = parse_quantity(quantity)
+        except ValueError as exc:
+            raise ValueError(f"resource {name!r}: {exc}") from None
+        if amount != amount or amount in (float("inf"), float("-inf")):
+            raise ValueError(f"resource {name!r}: quantity must be finite")
+        if amount < 0:
+            raise ValueError(f"resource {name!r}: quantity must not be negative (got {quantity!r})")
+        parsed[name] = amount
+    return parsed
+
+
+Resources = Annotated[dict[str, float], BeforeValidator(parse_resources)]
+
+
+def add_resources(total: dict[str, float], extra: dict[str, float], times: float = 1.0) -> None:
+    """Accumulate ``extra × times`` into ``total`` in place."""
+    for name, amount in extra.items():
+        total[name] = total.get(name, 0.0) + amount * times
+
+
+def fits(request: dict[str, float], free: dict[str, float]) -> bool:
+    return all(amount <= free.get(name, 0.0) + 1e-9 for name, amount in request.items() if amount > 0)
