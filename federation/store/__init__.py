@@ -1,0 +1,35 @@
+"""The store: etcd v3 semantics (revisions, txns, leases, resumable watches) over etcd or in memory."""
+
+from federation.store.base import DEFAULT_MAX_TXN_OPS, DEFAULT_PREFIX, Store, check_txn
+from federation.store.bulk import put_many
+from federation.store.errors import CompactedError, LeaseNotFound, StoreError, StoreFull, StoreUnavailable
+from federation.store.etcd import EtcdStore, parse_endpoint
+from federation.store.etcd_server import EtcdServer, EtcdServerError
+from federation.store.factory import open_store
+from federation.store.memory import MemoryStore
+from federation.store.types import Compare, KeyValue, Op, Snapshot, TxnResult, WatchEvent
+
+__all__ = [
+    "DEFAULT_MAX_TXN_OPS",
+    "DEFAULT_PREFIX",
+    "CompactedError",
+    "Compare",
+    "EtcdServer",
+    "EtcdServerError",
+    "EtcdStore",
+    "KeyValue",
+    "LeaseNotFound",
+    "MemoryStore",
+    "Op",
+    "Snapshot",
+    "Store",
+    "StoreError",
+    "StoreFull",
+    "StoreUnavailable",
+    "TxnResult",
+    "WatchEvent",
+    "check_txn",
+    "open_store",
+    "parse_endpoint",
+    "put_many",
+]

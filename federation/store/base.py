@@ -1,0 +1,76 @@
+"""The store contract every backend meets, and the txn checks both backends apply the same way."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Protocol
+
+from federation.store.types import Compare, KeyValue, Op, Snapshot, TxnResult, WatchEvent
+
+DEFAULT_PREFIX = "/fedq/"
+DEFAULT_MAX_TXN_OPS = 128
+
+
+class Store(Protocol):
+    """etcd v3 semantics over keys relative to the store's prefix.
+
+    Revisions are global and grow by one per write (a txn's writes share one). A watch without
+    ``start_revision`` begins when iteration begins; pass ``start_revision`` (e.g. a snapshot's
+    revision + 1) to miss nothing.
+    """
+
+    max_txn_ops: int
+
+    async def get(self, key: str) -> KeyValue | None: ...
+
+    async def range(self, prefix: str, *, limit: int = 0) -> list[KeyValue]: ...
+
+    async def snapshot(self, prefix: str, *, limit: int = 0) -> Snapshot: ...
+
+    async def put(self, key: str, value: bytes, *, lease: int = 0) -> int: ...
+
+    async def delete(self, key: str) -> bool: ...
+
+    async def txn(
+        self, compares: Sequence[Compare], success: Sequence[Op], failure: Sequence[Op] = ()
+    ) -> TxnResult: ...
+
+    async def revision(self) -> int: ...
+
+    async def grant(self, ttl: float) -> int: ...
+
+    async def keepalive(self, lease: int) -> None: ...
+
+    async def revoke(self, lease: int) -> None: ...
+
+    def watch(self, prefix: str, *, start_revision: int | None = None) -> AsyncIterator[WatchEvent]: ...
+
+    async def compact(self, revision: int) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+def check_txn(
+    compares: Sequence[Compare], success: Sequence[Op], failure: Sequence[Op], max_ops: int
+) -> None:
+    """Reject what etcd rejects before sending it, so both backends fail alike and early."""
+    for name, items in (("compares", compares), ("success ops", success), ("failure ops", failure)):
+        if len(items) > max_ops:
+            raise ValueError(f"txn has {len(items)} {name}; the limit is {max_ops} (max_txn_ops)")
+    for ops in (success, failure):
+        _check_overlaps(ops)
+
+
+def _check_overlaps(ops: Sequence[Op]) -> None:
+    """etcd refuses a branch that writes one key twice (two puts, or a put inside a delete)."""
+    puts: set[str] = set()
+    for op in ops:
+        if op.kind == "put":
+            if op.key in puts:
+                raise ValueError(f"txn puts key {op.key!r} twice")
+            puts.add(op.key)
+    for op in ops:
+        if op.kind == "delete" and op.key in puts:
+            raise ValueError(f"txn both puts and deletes key {op.key!r}")
+        if op.kind == "delete_prefix" and any(key.startswith(op.key) for key in puts):
+            raise ValueError(f"txn puts a key under the prefix {op.key!r} it deletes")

@@ -1,0 +1,27 @@
+"""Store failures, named by what a caller can do about them rather than by backend."""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """Any store failure; catch this to treat every backend the same."""
+
+
+class CompactedError(StoreError):
+    """The history a watch needs was compacted: re-read the state, then watch from its revision."""
+
+    def __init__(self, compact_revision: int) -> None:
+        super().__init__(f"revision compacted; history starts at {compact_revision}")
+        self.compact_revision = compact_revision
+
+
+class LeaseNotFound(StoreError):
+    """The lease expired or was revoked: its keys are gone and it cannot be renewed."""
+
+
+class StoreUnavailable(StoreError):
+    """The store did not answer; a write that raised this may or may not have been applied."""
+
+
+class StoreFull(StoreError):
+    """etcd's backend quota is exhausted; it accepts only reads and deletes until compacted."""
