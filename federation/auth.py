@@ -11,13 +11,13 @@ import hmac
 import json
 import secrets
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from federation import keys
 from federation.store import Compare, Op, Store
 
 
-class Role(str, Enum):
+class Role(StrEnum):
     ADMIN = "admin"
     TENANT = "tenant"
     CLUSTER = "cluster"
@@ -78,7 +78,5 @@ class TokenStore:
             return None
         if record.get("expires_at") is not None and now >= record["expires_at"]:
             return None
-        result = await self._store.txn(
-            [Compare.mod_revision(key, "==", kv.mod_revision)], [Op.delete(key)], []
-        )
+        result = await self._store.txn([Compare.mod_revision(key, "==", kv.mod_revision)], [Op.delete(key)], [])
         return str(record["name"]) if result.succeeded else None

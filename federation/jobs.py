@@ -127,6 +127,7 @@ class JobRepository:
         reason: str = "",
         cluster: str | None = None,
         epoch: int | None = None,
+        extra_ops: Sequence[Op] = (),
         **changes: Any,
     ) -> StoredJob:
         """CAS the record into ``target``; raises Conflict if anyone changed it since it was read."""
@@ -141,7 +142,7 @@ class JobRepository:
             *old.events,
             JobEvent(time=now, source=old.state, target=target, reason=reason, cluster=new.cluster, epoch=new.epoch),
         ]
-        ops = _write_ops(new)
+        ops = [*_write_ops(new), *extra_ops]
         if (old.state, old.queue) != (new.state, new.queue):
             ops.append(Op.delete(keys.job_index(old.state.value, old.queue, old.id)))
         result = await self.store.txn([Compare.mod_revision(keys.job(old.id), "==", stored.revision)], ops, [])
@@ -149,12 +150,18 @@ class JobRepository:
             raise Conflict(old.id)
         return StoredJob(new, result.revision)
 
-    async def update(self, stored: StoredJob, **changes: Any) -> StoredJob:
+    async def update(self, stored: StoredJob, *, extra_ops: Sequence[Op] = (), **changes: Any) -> StoredJob:
         """CAS a change that is not a state transition (e.g. a cancel request)."""
         new = stored.record.model_copy(update=changes)
         result = await self.store.txn(
-            [Compare.mod_revision(keys.job(new.id), "==", stored.revision)], _write_ops(new), []
+            [Compare.mod_revision(keys.job(new.id), "==", stored.revision)], [*_write_ops(new), *extra_ops], []
         )
         if not result.succeeded:
             raise Conflict(new.id)
         return StoredJob(new, result.revision)
+
+
+def cancel_op(record: JobRecord, reason: str, *, requeue: bool) -> Op:
+    """The instruction an agent picks up in its next report: stop this run (and requeue it, if preempted)."""
+    body = {"epoch": record.epoch, "reason": reason, "requeue": requeue}
+    return Op.put(keys.cancel(record.cluster, record.id), json.dumps(body).encode())

@@ -16,6 +16,8 @@ USAGE = "usage/"
 HISTORY = "history/"
 LEADER = "leader"
 RESERVATIONS = "reservations/"
+ASSIGNMENTS = "assign/"
+CANCELS = "cancel/"
 
 
 def job(job_id: str) -> str:
@@ -40,3 +42,13 @@ def cluster(name: str) -> str:
 
 def report(name: str) -> str:
     return f"{REPORTS}{name}"
+
+
+def assignment(cluster_name: str, job_id: str) -> str:
+    """Present from dispatch until the agent acknowledges the job: what its next report receives."""
+    return f"{ASSIGNMENTS}{cluster_name}/{job_id}"
+
+
+def cancel(cluster_name: str, job_id: str) -> str:
+    """Present while a job on a cluster must be stopped (cancel or preemption)."""
+    return f"{CANCELS}{cluster_name}/{job_id}"

@@ -9,10 +9,11 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from federation.api import routes_admin, routes_jobs
+from federation.api import routes_admin, routes_clusters, routes_jobs
 from federation.api.errors import install_error_handlers
 from federation.api.state import ApiMetrics, QueueTreeCache, ServerState
 from federation.auth import TokenStore
+from federation.clusters import ClusterService
 from federation.config import FederationConfig
 from federation.jobs import JobRepository
 from federation.models import QueueTreeConfig
@@ -30,13 +31,17 @@ def create_app(
     close_store: bool = False,
 ) -> FastAPI:
     """Build the API over ``store``; ``queues``, when given, is applied at start-up."""
+    clock = clock or SystemClock()
+    tokens = TokenStore(store, admin_token)
+    jobs = JobRepository(store)
     state = ServerState(
         store=store,
         config=config or FederationConfig(),
-        clock=clock or SystemClock(),
-        tokens=TokenStore(store, admin_token),
-        jobs=JobRepository(store),
+        clock=clock,
+        tokens=tokens,
+        jobs=jobs,
         queues=QueueTreeCache(store),
+        clusters=ClusterService(store, jobs, tokens, clock),
         metrics=ApiMetrics(),
     )
 
@@ -53,6 +58,7 @@ def create_app(
     install_error_handlers(app)
     app.include_router(routes_jobs.router)
     app.include_router(routes_admin.router)
+    app.include_router(routes_clusters.router)
 
     @app.middleware("http")
     async def _observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:

@@ -60,9 +60,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _request_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        fields = [
-            {"field": field_path(error["loc"]), "message": str(error["msg"])} for error in exc.errors()
-        ]
+        fields = [{"field": field_path(error["loc"]), "message": str(error["msg"])} for error in exc.errors()]
         summary = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
         return JSONResponse(_body(f"invalid request: {summary}", fields), status_code=422)
 

@@ -16,7 +16,14 @@ from policies.units import parse_duration
 
 router = APIRouter(tags=["queues"])
 
-_COUNTED = (JobState.PENDING, JobState.RESERVED, JobState.UNSCHEDULABLE, JobState.DISPATCHED, JobState.ADMITTED, JobState.RUNNING)
+_COUNTED = (
+    JobState.PENDING,
+    JobState.RESERVED,
+    JobState.UNSCHEDULABLE,
+    JobState.DISPATCHED,
+    JobState.ADMITTED,
+    JobState.RUNNING,
+)
 
 
 async def _counts(state: State) -> dict[str, Counter[str]]:
@@ -69,9 +76,14 @@ async def put_queues(request: Request, state: State, who: Caller) -> dict[str, A
     new_tree = QueueTree(config)
     busy = [queue for queue in (await _counts(state)) if (node := new_tree.get(queue)) is None or not node.is_leaf]
     if busy:
-        raise ApiError(409, f"queues with unfinished jobs would lose their leaf: {', '.join(sorted(busy))}", [
-            {"field": "queues", "message": f"keep leaf queue {queue!r} until its jobs finish"} for queue in sorted(busy)
-        ])
+        raise ApiError(
+            409,
+            f"queues with unfinished jobs would lose their leaf: {', '.join(sorted(busy))}",
+            [
+                {"field": "queues", "message": f"keep leaf queue {queue!r} until its jobs finish"}
+                for queue in sorted(busy)
+            ],
+        )
     tree = await state.queues.apply(config)
     return {"applied": sorted(tree.nodes)}
 
@@ -83,18 +95,18 @@ async def create_tenant_token(name: str, request: Request, state: State, who: Ca
         check_tenant_name(name)
     except ValueError as exc:
         raise ApiError(422, str(exc), [{"field": "name", "message": str(exc)}]) from None
-    expires_at = await _expiry(request, state)
+    expires_at = await token_expiry(request, state)
     token = await state.tokens.issue(Role.TENANT, name, expires_at=expires_at)
     return {"tenant": name, "token": token, "expires_at": expires_at}
 
 
-async def _expiry(request: Request, state: State) -> float | None:
+async def token_expiry(request: Request, state: State) -> float | None:
     """An optional ``{"ttl": "30d"}`` body turns into an absolute expiry time."""
     if not (await request.body()).strip():
         return None
     doc = await read_document(request, 4096)
     if not isinstance(doc, dict) or set(doc) - {"ttl"}:
-        raise ApiError(422, "body may only hold {\"ttl\": \"30d\"}", [{"field": "ttl", "message": "unknown fields"}])
+        raise ApiError(422, 'body may only hold {"ttl": "30d"}', [{"field": "ttl", "message": "unknown fields"}])
     if doc.get("ttl") is None:
         return None
     try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from pydantic import ValidationError
@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from federation.api.deps import Caller, State, read_document
 from federation.api.errors import ApiError, invalid
 from federation.auth import Principal, Role
-from federation.jobs import Conflict, NotFound, StoredJob, expand
+from federation.jobs import Conflict, NotFound, StoredJob, cancel_op, expand
 from federation.models import JobManifest, JobRecord, JobState, QueueTree
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
@@ -23,9 +23,11 @@ def _submitting_tenant(who: Principal, tenant: str | None) -> str:
         return who.name
     if who.is_admin:
         if not tenant:
-            raise ApiError(422, "an admin submitting must name the tenant: ?tenant=NAME", [
-                {"field": "tenant", "message": "required for admin submissions"}
-            ])
+            raise ApiError(
+                422,
+                "an admin submitting must name the tenant: ?tenant=NAME",
+                [{"field": "tenant", "message": "required for admin submissions"}],
+            )
         return tenant
     raise ApiError(403, f"a {who.role.value} token cannot submit jobs")
 
@@ -34,41 +36,51 @@ def _documents(doc: Any, limit: int) -> tuple[list[Any], bool]:
     if isinstance(doc, dict) and set(doc) == {"jobs"}:
         jobs = doc["jobs"]
         if not isinstance(jobs, list) or not jobs:
-            raise ApiError(422, "'jobs' must be a non-empty list of job specs", [
-                {"field": "jobs", "message": "expected a non-empty list"}
-            ])
+            raise ApiError(
+                422,
+                "'jobs' must be a non-empty list of job specs",
+                [{"field": "jobs", "message": "expected a non-empty list"}],
+            )
         if len(jobs) > limit:
-            raise ApiError(413, f"{len(jobs)} jobs in one request; the limit is {limit}", [
-                {"field": "jobs", "message": f"at most {limit} jobs per request"}
-            ])
+            raise ApiError(
+                413,
+                f"{len(jobs)} jobs in one request; the limit is {limit}",
+                [{"field": "jobs", "message": f"at most {limit} jobs per request"}],
+            )
         return jobs, True
     if not isinstance(doc, dict):
-        raise ApiError(422, "the body must be a job spec object or {\"jobs\": [...]}")
+        raise ApiError(422, 'the body must be a job spec object or {"jobs": [...]}')
     return [doc], False
 
 
-def _check_against_tree(
-    manifest: JobManifest, tenant: str, tree: QueueTree, state: State, prefix: str
-) -> None:
+def _check_against_tree(manifest: JobManifest, tenant: str, tree: QueueTree, state: State, prefix: str) -> None:
     spec = manifest.spec
     node = tree.get(spec.queue)
     if node is None:
-        raise ApiError(422, f"unknown queue {spec.queue!r}", [{"field": f"{prefix}spec.queue", "message": "no such queue"}])
+        raise ApiError(
+            422, f"unknown queue {spec.queue!r}", [{"field": f"{prefix}spec.queue", "message": "no such queue"}]
+        )
     if not node.is_leaf:
-        raise ApiError(422, f"queue {spec.queue!r} is not a leaf queue; submit to one of its children", [
-            {"field": f"{prefix}spec.queue", "message": "not a leaf queue"}
-        ])
+        raise ApiError(
+            422,
+            f"queue {spec.queue!r} is not a leaf queue; submit to one of its children",
+            [{"field": f"{prefix}spec.queue", "message": "not a leaf queue"}],
+        )
     if not tree.may_submit(tenant, spec.queue):
         raise ApiError(403, f"tenant {tenant!r} may not submit to queue {spec.queue!r}")
     limits = state.config.api
     if spec.array is not None and spec.array.count > limits.max_array_count:
-        raise ApiError(422, f"array count {spec.array.count} is over the limit of {limits.max_array_count}", [
-            {"field": f"{prefix}spec.array.count", "message": f"at most {limits.max_array_count}"}
-        ])
+        raise ApiError(
+            422,
+            f"array count {spec.array.count} is over the limit of {limits.max_array_count}",
+            [{"field": f"{prefix}spec.array.count", "message": f"at most {limits.max_array_count}"}],
+        )
     if limits.require_walltime and spec.walltime is None:
-        raise ApiError(422, "this federation requires spec.walltime on every job", [
-            {"field": f"{prefix}spec.walltime", "message": "required"}
-        ])
+        raise ApiError(
+            422,
+            "this federation requires spec.walltime on every job",
+            [{"field": f"{prefix}spec.walltime", "message": "required"}],
+        )
 
 
 @router.post("", status_code=201)
@@ -116,11 +128,11 @@ async def _owned(state: State, who: Principal, job_id: str) -> StoredJob:
 async def list_jobs(
     state: State,
     who: Caller,
-    job_state: JobState | None = Query(None, alias="state"),
+    job_state: Annotated[JobState | None, Query(alias="state")] = None,
     queue: str | None = None,
     tenant: str | None = None,
-    limit: int = Query(500, ge=1, le=10_000),
-    after: str | None = Query(None, alias="continue"),
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 500,
+    after: Annotated[str | None, Query(alias="continue")] = None,
 ) -> dict[str, Any]:
     if who.role is Role.TENANT:
         if tenant not in (None, who.name):
@@ -128,9 +140,7 @@ async def list_jobs(
         tenant = who.name
     elif not who.is_admin:
         raise ApiError(403, f"a {who.role.value} token cannot list jobs")
-    items = await state.jobs.summaries(
-        state=job_state.value if job_state else None, queue=queue, tenant=tenant
-    )
+    items = await state.jobs.summaries(state=job_state.value if job_state else None, queue=queue, tenant=tenant)
     if after is not None:
         items = [item for item in items if item["id"] > after]
     page = items[:limit]
@@ -161,12 +171,24 @@ async def cancel_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
         try:
             if record.state.queued:
                 stored = await state.jobs.transition(
-                    stored, JobState.CANCELLED, now=state.clock.now(), reason=f"cancelled by {who.name}",
+                    stored,
+                    JobState.CANCELLED,
+                    now=state.clock.now(),
+                    reason=f"cancelled by {who.name}",
                     end_time=state.clock.now(),
                 )
             elif not record.cancel_requested:
-                stored = await state.jobs.update(stored, cancel_requested=True, reason=f"cancel requested by {who.name}")
-            return {"id": job_id, "state": stored.record.state.value, "cancel_requested": stored.record.cancel_requested}
+                stored = await state.jobs.update(
+                    stored,
+                    cancel_requested=True,
+                    reason=f"cancel requested by {who.name}",
+                    extra_ops=[cancel_op(record, f"cancelled by {who.name}", requeue=False)],
+                )
+            return {
+                "id": job_id,
+                "state": stored.record.state.value,
+                "cancel_requested": stored.record.cancel_requested,
+            }
         except Conflict:
             continue
     raise ApiError(409, f"job {job_id!r} kept changing while cancelling; try again")

@@ -8,6 +8,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from federation import keys
 from federation.auth import TokenStore
+from federation.clusters import ClusterService
 from federation.config import FederationConfig
 from federation.jobs import JobRepository
 from federation.models import QueueTree, QueueTreeConfig
@@ -20,15 +21,11 @@ class ApiMetrics:
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
     def __post_init__(self) -> None:
-        self.submitted = Counter(
-            "fedq_jobs_submitted", "Jobs accepted by the API", ["queue"], registry=self.registry
-        )
+        self.submitted = Counter("fedq_jobs_submitted", "Jobs accepted by the API", ["queue"], registry=self.registry)
         self.rejected = Counter(
             "fedq_api_rejections", "Requests refused with a 4xx", ["status"], registry=self.registry
         )
-        self.latency = Histogram(
-            "fedq_api_request_seconds", "API request latency", ["route"], registry=self.registry
-        )
+        self.latency = Histogram("fedq_api_request_seconds", "API request latency", ["route"], registry=self.registry)
 
 
 class QueueTreeCache:
@@ -61,4 +58,5 @@ class ServerState:
     tokens: TokenStore
     jobs: JobRepository
     queues: QueueTreeCache
+    clusters: ClusterService
     metrics: ApiMetrics

@@ -14,10 +14,18 @@ def _flatten(nodes: list[dict[str, Any]], depth: int = 0) -> list[list[Any]]:
     rows: list[list[Any]] = []
     for node in nodes:
         limits = lambda res: ", ".join(f"{k}={v:g}" for k, v in res.items())  # noqa: E731
-        rows.append([
-            "  " * depth + node["name"], node["weight"], limits(node["guarantee"]), limits(node["cap"]),
-            "yes" if node["acceptSurplus"] else "no", ",".join(node["tenants"]), node["pending"], node["running"],
-        ])
+        rows.append(
+            [
+                "  " * depth + node["name"],
+                node["weight"],
+                limits(node["guarantee"]),
+                limits(node["cap"]),
+                "yes" if node["acceptSurplus"] else "no",
+                ",".join(node["tenants"]),
+                node["pending"],
+                node["running"],
+            ]
+        )
         rows.extend(_flatten(node["children"], depth + 1))
     return rows
 
@@ -31,8 +39,12 @@ def cmd_queues(args: argparse.Namespace) -> int:
             emit(result, output_of(args), columns=["applied queue"], rows=[[q] for q in result["applied"]])
             return 0
         tree = client.queues()
-    emit(tree, output_of(args), columns=["QUEUE", "WEIGHT", "GUARANTEE", "CAP", "SURPLUS", "TENANTS", "PENDING", "RUNNING"],
-         rows=_flatten(tree["queues"]))
+    emit(
+        tree,
+        output_of(args),
+        columns=["QUEUE", "WEIGHT", "GUARANTEE", "CAP", "SURPLUS", "TENANTS", "PENDING", "RUNNING"],
+        rows=_flatten(tree["queues"]),
+    )
     return 0
 
 
@@ -44,7 +56,12 @@ def cmd_token_create(args: argparse.Namespace) -> int:
         else:
             token = client.create_join_token(args.cluster, args.ttl)
             subject = {"cluster": args.cluster}
-    emit({**subject, "token": token}, output_of(args), columns=["FOR", "TOKEN"], rows=[[next(iter(subject.values())), token]])
+    emit(
+        {**subject, "token": token},
+        output_of(args),
+        columns=["FOR", "TOKEN"],
+        rows=[[next(iter(subject.values())), token]],
+    )
     return 0
 
 

@@ -50,8 +50,17 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         output_of(args),
         columns=["ID", "NAME", "TENANT", "QUEUE", "STATE", "PRIO", "SUBMITTED", "CLUSTER", "REASON"],
         rows=[
-            [i["id"], i["name"], i["tenant"], i["queue"], i["state"], i["priority"], when(i["submit_time"]),
-             i.get("cluster", ""), i.get("reason", "")]
+            [
+                i["id"],
+                i["name"],
+                i["tenant"],
+                i["queue"],
+                i["state"],
+                i["priority"],
+                when(i["submit_time"]),
+                i.get("cluster", ""),
+                i.get("reason", ""),
+            ]
             for i in items
         ],
     )
@@ -64,20 +73,49 @@ def cmd_job(args: argparse.Namespace) -> int:
     if output_of(args) != "table":
         emit(job, output_of(args))
         return 0
-    fields = ["id", "name", "tenant", "queue", "state", "reason", "priority", "cluster", "epoch", "attempt", "exit_code"]
+    fields = [
+        "id",
+        "name",
+        "tenant",
+        "queue",
+        "state",
+        "reason",
+        "priority",
+        "cluster",
+        "epoch",
+        "attempt",
+        "exit_code",
+    ]
     emit(job, "table", columns=["FIELD", "VALUE"], rows=[[f, job.get(f)] for f in fields], title=f"job {job['id']}")
-    emit(job, "table", columns=["TIME", "FROM", "TO", "REASON", "CLUSTER", "EPOCH"], rows=[
-        [when(e["time"]), e.get("from") or "", e["to"], e.get("reason", ""), e.get("cluster", ""), e.get("epoch", 0)]
-        for e in job.get("events", [])
-    ], title="events")
+    emit(
+        job,
+        "table",
+        columns=["TIME", "FROM", "TO", "REASON", "CLUSTER", "EPOCH"],
+        rows=[
+            [
+                when(e["time"]),
+                e.get("from") or "",
+                e["to"],
+                e.get("reason", ""),
+                e.get("cluster", ""),
+                e.get("epoch", 0),
+            ]
+            for e in job.get("events", [])
+        ],
+        title="events",
+    )
     return 0
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
     with client_from(args) as client:
         result = client.cancel(args.id)
-    emit(result, output_of(args), columns=["ID", "STATE", "CANCEL REQUESTED"],
-         rows=[[result["id"], result["state"], result["cancel_requested"]]])
+    emit(
+        result,
+        output_of(args),
+        columns=["ID", "STATE", "CANCEL REQUESTED"],
+        rows=[[result["id"], result["state"], result["cancel_requested"]]],
+    )
     return 0
 
 

@@ -22,7 +22,9 @@ def when(timestamp: float | None) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def emit(data: Any, output: str, *, columns: Sequence[str] = (), rows: Sequence[Sequence[Any]] = (), title: str = "") -> None:
+def emit(
+    data: Any, output: str, *, columns: Sequence[str] = (), rows: Sequence[Sequence[Any]] = (), title: str = ""
+) -> None:
     """JSON/YAML print ``data`` as is; the table view prints ``rows`` under ``columns``."""
     if output == "json":
         sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -13,7 +13,7 @@ from federation.api.app import create_app
 from federation.cli.output import errors
 from federation.config import load_federation_config, load_yaml_file
 from federation.models import QueueTreeConfig
-from federation.store import EtcdStore, MemoryStore, Store
+from federation.store import open_store
 from policies.clock import SystemClock
 
 
@@ -25,12 +25,12 @@ def admin_token_from_env() -> tuple[str, bool]:
     return f"fedq_admin_{secrets.token_urlsafe(24)}", True
 
 
-def open_store(kind: str, etcd: str | None, prefix: str) -> Store:
+def store_url(kind: str, etcd: str | None) -> str:
     if kind == "memory":
-        return MemoryStore(clock=SystemClock(), prefix=prefix)
+        return "memory"
     if not etcd:
         raise ValueError("--store etcd needs --etcd URL (e.g. http://127.0.0.1:2379)")
-    return EtcdStore(etcd, prefix=prefix)
+    return etcd if "://" in etcd else f"etcd://{etcd}"
 
 
 async def serve(args: argparse.Namespace) -> None:
@@ -39,7 +39,7 @@ async def serve(args: argparse.Namespace) -> None:
     token, generated = admin_token_from_env()
     if generated:
         errors.print(f"admin token (set FEDQ_ADMIN_TOKEN to choose one): {token}", highlight=False)
-    store = open_store(args.store, args.etcd, args.prefix)
+    store = open_store(store_url(args.store, args.etcd), prefix=args.prefix, clock=SystemClock())
     app = create_app(store, admin_token=token, config=config, clock=SystemClock(), queues=queues, close_store=True)
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level))
     await server.serve()

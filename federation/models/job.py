@@ -8,7 +8,7 @@ pending job, so defaults are left out of the JSON.
 from __future__ import annotations
 
 import re
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
@@ -158,7 +158,7 @@ class JobManifest(StrictModel):
     spec: JobSpecBody
 
 
-class JobState(str, Enum):
+class JobState(StrEnum):
     PENDING = "Pending"
     RESERVED = "Reserved"
     DISPATCHED = "Dispatched"
@@ -219,6 +219,7 @@ class JobRecord(BaseModel):
     start_time: float | None = None
     end_time: float | None = None
     exit_code: int | None = None
+    log_tail: str = ""
     preemptions: int = 0
     events: list[JobEvent] = Field(default_factory=list)
 

@@ -24,7 +24,10 @@ def error_fields(doc: dict[str, Any]) -> list[str]:
 
 def test_quantities_and_durations_are_parsed_to_base_units() -> None:
     manifest = JobManifest.model_validate(
-        job(walltime="1h30m", tasks=[{"replicas": 4, "resources": {"cpu": "500m", "memory": "4Gi", "nvidia.com/gpu": 1}}])
+        job(
+            walltime="1h30m",
+            tasks=[{"replicas": 4, "resources": {"cpu": "500m", "memory": "4Gi", "nvidia.com/gpu": 1}}],
+        )
     )
     assert manifest.spec.walltime == 5400.0
     assert manifest.spec.total_resources() == {"cpu": 2.0, "memory": 4 * 4 * 2**30, "nvidia.com/gpu": 4.0}
@@ -71,10 +74,14 @@ def test_wrong_api_version_is_refused() -> None:
 
 TREE = {
     "queues": [
-        {"name": "research", "guarantee": {"cpu": 8}, "children": [
-            {"name": "vision", "tenants": ["alice"]},
-            {"name": "nlp"},
-        ]},
+        {
+            "name": "research",
+            "guarantee": {"cpu": 8},
+            "children": [
+                {"name": "vision", "tenants": ["alice"]},
+                {"name": "nlp"},
+            ],
+        },
     ]
 }
 
@@ -93,7 +100,10 @@ def test_queue_tree_paths_leaves_and_permissions() -> None:
     ("queue", "message"),
     [
         ({"name": "a", "guarantee": {"cpu": 8}, "cap": {"cpu": 4}}, "exceeds its cap"),
-        ({"name": "a", "guarantee": {"cpu": 2}, "children": [{"name": "b", "guarantee": {"cpu": 3}}]}, "more than its own"),
+        (
+            {"name": "a", "guarantee": {"cpu": 2}, "children": [{"name": "b", "guarantee": {"cpu": 3}}]},
+            "more than its own",
+        ),
         ({"name": "a", "weight": 0}, "greater than 0"),
         ({"name": "a", "children": [{"name": "b"}, {"name": "b"}]}, "unique"),
         ({"name": "a", "tenants": ["x"], "children": [{"name": "b"}]}, "only leaf queues"),

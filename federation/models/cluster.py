@@ -1,0 +1,137 @@
+"""The member-agent protocol: join, the report (heartbeat + capacity + status) and its reply.
+
+Armada-style pull: the agent calls the federation; the federation never calls a cluster. Every
+assignment carries an ``epoch``; a report about an older epoch than the federation's is refused
+item by item and the agent is told to kill that run.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from federation.models.job import JobSpecBody, JobState, _check_labels
+from federation.models.resources import Resources
+
+MAX_NODES_PER_REPORT = 10_000
+MAX_ITEMS_PER_REPORT = 50_000
+LOG_TAIL_MAX = 4096
+
+
+class ClusterState(StrEnum):
+    READY = "Ready"
+    UNREACHABLE = "Unreachable"
+    CORDONED = "Cordoned"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class NodeReport(_Strict):
+    """One node, or one node shape with ``count`` identical nodes when the cluster is large."""
+
+    name: str = Field(min_length=1, max_length=253)
+    count: int = Field(1, ge=1)
+    allocatable: Resources
+    free: Resources
+    labels: dict[str, str] = Field(default_factory=dict)
+    unschedulable: bool = False
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        return _check_labels(value, "node label")
+
+
+class RunningJob(_Strict):
+    job_id: str = Field(min_length=1, max_length=128)
+    epoch: int = Field(ge=0)
+    resources: Resources
+    started_at: float | None = None
+    expected_end: float | None = None
+
+
+class StatusUpdate(_Strict):
+    """A job-level state change observed by the agent (tasks are summarised into the job)."""
+
+    job_id: str = Field(min_length=1, max_length=128)
+    epoch: int = Field(ge=0)
+    state: JobState
+    time: float
+    exit_code: int | None = None
+    reason: str = Field("", max_length=1024)
+    log_tail: str = Field("", max_length=LOG_TAIL_MAX)
+
+    @field_validator("state")
+    @classmethod
+    def _reportable(cls, value: JobState) -> JobState:
+        if value not in (
+            JobState.ADMITTED,
+            JobState.RUNNING,
+            JobState.SUCCEEDED,
+            JobState.FAILED,
+            JobState.CANCELLED,
+            JobState.PENDING,
+        ):
+            raise ValueError(f"an agent cannot report state {value.value}")
+        return value
+
+
+class ClusterReport(_Strict):
+    nodes: list[NodeReport] = Field(default_factory=list, max_length=MAX_NODES_PER_REPORT)
+    running: list[RunningJob] = Field(default_factory=list, max_length=MAX_ITEMS_PER_REPORT)
+    updates: list[StatusUpdate] = Field(default_factory=list, max_length=MAX_ITEMS_PER_REPORT)
+    known: list[tuple[str, int]] | None = Field(
+        None, description="(job_id, epoch) of every run the agent holds; sent after a restart to reconcile"
+    )
+
+
+class Assignment(_Strict):
+    job_id: str
+    epoch: int
+    name: str
+    tenant: str
+    queue: str
+    priority: int
+    submit_time: float
+    spec: JobSpecBody
+
+
+class Cancellation(_Strict):
+    job_id: str
+    epoch: int
+    reason: str
+
+
+class ReportReply(_Strict):
+    assignments: list[Assignment] = Field(default_factory=list)
+    cancellations: list[Cancellation] = Field(default_factory=list)
+    refused: list[dict[str, Any]] = Field(default_factory=list)
+    state: ClusterState = ClusterState.READY
+
+
+class JoinRequest(_Strict):
+    token: str = Field(min_length=1, max_length=256)
+    name: str = Field(min_length=1, max_length=63)
+    backend: str = Field("simulated", max_length=32)
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        return _check_labels(value, "cluster label")
+
+
+class ClusterRecord(BaseModel):
+    """``clusters/<name>``: identity and admin state; capacity lives in the latest report."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str
+    backend: str = "simulated"
+    labels: dict[str, str] = Field(default_factory=dict)
+    joined_at: float
+    cordoned: bool = False

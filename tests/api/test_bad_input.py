@@ -1,0 +1,178 @@
+"""Every kind of bad input gets a 4xx whose message names the problem, and writes nothing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.api.support import Api, job_spec
+
+
+def with_spec(**changes: Any) -> dict[str, Any]:
+    return job_spec(**changes)
+
+
+def with_task(**changes: Any) -> dict[str, Any]:
+    task: dict[str, Any] = {"name": "worker", "replicas": 2, "resources": {"cpu": "2"}}
+    task.update(changes)
+    return job_spec(tasks=[task])
+
+
+# (case id, who, method, path, body (dict → JSON, str/bytes → raw), status, text the message must contain)
+CASES: list[tuple[str, str | None, str, str, Any, int, str]] = [
+    ("malformed-json", "alice", "POST", "/v1/jobs", b'{"apiVersion": "fedq/v1", "metadata": {', 400, "malformed JSON"),
+    ("malformed-yaml", "alice", "POST", "/v1/jobs", "yaml:\n  - [unclosed", 400, "malformed YAML"),
+    ("empty-body", "alice", "POST", "/v1/jobs", b"", 400, "body is empty"),
+    ("not-an-object", "alice", "POST", "/v1/jobs", [1, 2, 3], 422, "job spec object"),
+    (
+        "unknown-queue",
+        "alice",
+        "POST",
+        "/v1/jobs",
+        with_spec(queue="research.robots"),
+        422,
+        "unknown queue 'research.robots'",
+    ),
+    ("non-leaf-queue", "alice", "POST", "/v1/jobs", with_spec(queue="research"), 422, "not a leaf queue"),
+    ("unknown-field", "alice", "POST", "/v1/jobs", with_spec(gpus=4), 422, "spec.gpus"),
+    ("zero-replicas", "alice", "POST", "/v1/jobs", with_task(replicas=0), 422, "spec.tasks[0].replicas"),
+    ("negative-replicas", "alice", "POST", "/v1/jobs", with_task(replicas=-2), 422, "spec.tasks[0].replicas"),
+    ("min-available-over-replicas", "alice", "POST", "/v1/jobs", with_spec(minAvailable=3), 422, "minAvailable (3)"),
+    (
+        "unparseable-quantity",
+        "alice",
+        "POST",
+        "/v1/jobs",
+        with_task(resources={"memory": "4 gigs"}),
+        422,
+        "invalid quantity '4 gigs'",
+    ),
+    ("negative-quantity", "alice", "POST", "/v1/jobs", with_task(resources={"cpu": -1}), 422, "must not be negative"),
+    (
+        "bad-resource-name",
+        "alice",
+        "POST",
+        "/v1/jobs",
+        with_task(resources={"gpu!!": 1}),
+        422,
+        "invalid resource name 'gpu!!'",
+    ),
+    (
+        "unparseable-walltime",
+        "alice",
+        "POST",
+        "/v1/jobs",
+        with_spec(walltime="a while"),
+        422,
+        "invalid duration 'a while'",
+    ),
+    (
+        "bad-job-name",
+        "alice",
+        "POST",
+        "/v1/jobs",
+        {**job_spec(), "metadata": {"name": "Bad Name"}},
+        422,
+        "invalid job name",
+    ),
+    ("wrong-kind", "alice", "POST", "/v1/jobs", {**job_spec(), "kind": "Deployment"}, 422, "kind"),
+    (
+        "array-over-limit",
+        "alice",
+        "POST",
+        "/v1/jobs",
+        with_spec(array={"count": 101}),
+        422,
+        "array count 101 is over the limit of 100",
+    ),
+    ("too-many-jobs", "alice", "POST", "/v1/jobs", {"jobs": [job_spec()] * 51}, 413, "limit is 50"),
+    ("empty-bulk", "alice", "POST", "/v1/jobs", {"jobs": []}, 422, "non-empty list"),
+    (
+        "one-bad-job-in-bulk",
+        "alice",
+        "POST",
+        "/v1/jobs",
+        {"jobs": [job_spec(), with_task(replicas=0)]},
+        422,
+        "jobs[1].spec.tasks[0].replicas",
+    ),
+    ("oversized-body", "alice", "POST", "/v1/jobs", b"{" + b" " * 70000 + b"}", 413, "over the limit of 65536 bytes"),
+    ("missing-token", None, "POST", "/v1/jobs", job_spec(), 401, "missing bearer token"),
+    ("wrong-token", "nobody", "POST", "/v1/jobs", job_spec(), 401, "invalid or expired token"),
+    ("expired-token", "expired", "POST", "/v1/jobs", job_spec(), 401, "invalid or expired token"),
+    ("queue-not-allowed", "carol", "POST", "/v1/jobs", job_spec(), 403, "may not submit to queue 'research.vision'"),
+    (
+        "submit-as-other-tenant",
+        "alice",
+        "POST",
+        "/v1/jobs?tenant=bob",
+        job_spec(),
+        403,
+        "cannot submit as tenant 'bob'",
+    ),
+    ("admin-without-tenant", "admin", "POST", "/v1/jobs", job_spec(), 422, "must name the tenant"),
+    ("tenant-applies-queues", "alice", "PUT", "/v1/queues", {"queues": [{"name": "x"}]}, 403, "needs an admin token"),
+    (
+        "invalid-queue-tree",
+        "admin",
+        "PUT",
+        "/v1/queues",
+        {"queues": [{"name": "x", "weight": -1}]},
+        422,
+        "queues[0].weight",
+    ),
+    ("tenant-makes-tokens", "alice", "POST", "/v1/tenants/alice/tokens", None, 403, "needs an admin token"),
+    ("bad-tenant-name", "admin", "POST", "/v1/tenants/Not%20OK/tokens", None, 422, "invalid tenant name"),
+    ("unknown-job", "alice", "GET", "/v1/jobs/nosuchjob", None, 404, "job 'nosuchjob' not found"),
+    ("bad-state-filter", "alice", "GET", "/v1/jobs?state=Sleeping", None, 422, "state"),
+    ("list-other-tenant", "alice", "GET", "/v1/jobs?tenant=bob", None, 403, "cannot list jobs of tenant 'bob'"),
+]
+
+
+@pytest.mark.parametrize(("case", "who", "method", "path", "body", "status", "text"), CASES, ids=[c[0] for c in CASES])
+async def test_bad_input_is_refused_and_changes_nothing(
+    api: Api, case: str, who: str | None, method: str, path: str, body: Any, status: int, text: str
+) -> None:
+    headers = {} if who is None else {"Authorization": f"Bearer {api.tokens.get(who, 'fedq_tenant_made-up')}"}
+    if isinstance(body, bytes | str):
+        content = body.encode() if isinstance(body, str) else body
+        if isinstance(body, str):
+            headers["Content-Type"] = "application/yaml"
+    else:
+        content = None if body is None else json.dumps(body).encode()
+    before = await api.store.revision()
+    response = await api.http.request(method, path, content=content, headers=headers)
+    assert response.status_code == status, response.text
+    assert text in response.json()["error"] or any(text in f["field"] for f in response.json()["fields"]), response.text
+    assert await api.store.revision() == before, f"{case} wrote to the store"
+
+
+async def test_cancelling_another_tenants_job_is_refused_and_changes_nothing(api: Api) -> None:
+    job_id = (await api.http.post("/v1/jobs", json=job_spec(), headers=api.auth("bob"))).json()["id"]
+    before = await api.store.revision()
+    response = await api.http.delete(f"/v1/jobs/{job_id}", headers=api.auth("alice"))
+    assert response.status_code == 403
+    assert "belongs to another tenant" in response.json()["error"]
+    assert await api.store.revision() == before
+    assert (await api.http.get(f"/v1/jobs/{job_id}", headers=api.auth("bob"))).json()["state"] == "Pending"
+
+
+async def test_cancelling_a_finished_job_is_a_conflict(api: Api) -> None:
+    job_id = (await api.http.post("/v1/jobs", json=job_spec(), headers=api.auth("alice"))).json()["id"]
+    assert (await api.http.delete(f"/v1/jobs/{job_id}", headers=api.auth("alice"))).status_code == 200
+    before = await api.store.revision()
+    response = await api.http.delete(f"/v1/jobs/{job_id}", headers=api.auth("alice"))
+    assert response.status_code == 409
+    assert "already finished (Cancelled)" in response.json()["error"]
+    assert await api.store.revision() == before
+
+
+async def test_a_queue_with_jobs_cannot_be_removed(api: Api) -> None:
+    await api.http.post("/v1/jobs", json=job_spec(), headers=api.auth("alice"))
+    before = await api.store.revision()
+    response = await api.http.put("/v1/queues", json={"queues": [{"name": "other"}]}, headers=api.auth("admin"))
+    assert response.status_code == 409
+    assert "research.vision" in response.json()["error"]
+    assert await api.store.revision() == before
