@@ -1,0 +1,1 @@
+"""Trace-driven simulation of the federation: SWF input, per-job records, metrics, CSV/JSON and plots."""

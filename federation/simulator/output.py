@@ -1,0 +1,69 @@
+"""jobs.csv and metrics.json: the files scripts compare across runs, so identical inputs give identical bytes.
+
+Times are seconds from the scenario start, written with exactly three decimals (milliseconds); JSON
+floats are rounded to six decimals; rows and keys come in a fixed order.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from federation.simulator.records import JobRecord
+
+JOBS_CSV_HEADER = ("id", "tenant", "queue", "cluster", "submit", "start", "end", "wait", "state")
+JSON_DECIMALS = 6
+
+
+def write_jobs_csv(records: Iterable[JobRecord], path: str | Path) -> None:
+    """One row per job, ordered by submit time and, for equal submits, by the order given.
+
+    start, end and wait are empty for a job that never ran.
+    """
+    rows = sorted(records, key=lambda r: r.submit)  # stable: ties keep the simulator's (file) order
+    with Path(path).open("w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(JOBS_CSV_HEADER)
+        for r in rows:
+            writer.writerow(
+                (
+                    r.id,
+                    r.tenant,
+                    r.queue,
+                    r.cluster,
+                    format_seconds(r.submit),
+                    format_seconds(r.start),
+                    format_seconds(r.end),
+                    format_seconds(r.wait),
+                    r.state,
+                )
+            )
+
+
+def write_metrics_json(metrics: Mapping[str, object], path: str | Path) -> None:
+    """The metrics with sorted keys and rounded floats; NaN or infinity is an error, not a silent null."""
+    text = json.dumps(_stable(metrics), sort_keys=True, indent=2, allow_nan=False)
+    Path(path).write_text(text + "\n", encoding="utf-8")
+
+
+def format_seconds(value: float | None) -> str:
+    """Fixed three decimals ("" for None), never "-0.000": the same number always reads the same."""
+    if value is None:
+        return ""
+    return f"{round(value, 3) + 0.0:.3f}"
+
+
+def _stable(value: object) -> object:
+    """A JSON-ready copy with every float rounded, so float noise below 1e-6 cannot change the file."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"metric value {value} is not finite")
+        return round(value, JSON_DECIMALS) + 0.0
+    if isinstance(value, Mapping):
+        return {str(k): _stable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_stable(v) for v in value]
+    return value

@@ -1,0 +1,55 @@
+"""The per-job result of a simulation: what the metrics, the CSV/JSON writers and the plots read.
+
+Times are seconds from the scenario start. A record carries its own resource totals (summed over all
+of the job's tasks), so metrics never need the scheduler's models to know what a job occupied.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+STATES: Final = ("Succeeded", "Failed", "Rejected", "Unschedulable", "Cancelled")
+# States whose jobs ran to their end (a Failed job may have been killed at its walltime): the
+# population of slowdown statistics.
+COMPLETED_STATES: Final = ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """One job's outcome. ``start``/``end`` are None for jobs that never ran (Rejected, Unschedulable)."""
+
+    id: str
+    tenant: str
+    queue: str
+    submit: float
+    state: str
+    resources: dict[str, float] = field(default_factory=dict)  # totals across tasks, e.g. {"cpu": 4}
+    cluster: str = ""
+    start: float | None = None
+    end: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.state not in STATES:
+            raise ValueError(f"job {self.id}: state {self.state!r} is not one of {', '.join(STATES)}")
+        if self.start is None and self.end is not None:
+            raise ValueError(f"job {self.id}: an end without a start")
+        if self.start is not None and self.start < self.submit:
+            raise ValueError(f"job {self.id}: starts at {self.start} before its submit at {self.submit}")
+        if self.start is not None and self.end is not None and self.end < self.start:
+            raise ValueError(f"job {self.id}: ends at {self.end} before its start at {self.start}")
+
+    @property
+    def wait(self) -> float | None:
+        """Seconds from submit to start; None for a job that never started."""
+        return None if self.start is None else self.start - self.submit
+
+    @property
+    def runtime(self) -> float | None:
+        """Seconds the job actually ran (end - start); None unless it both started and ended."""
+        return None if self.start is None or self.end is None else self.end - self.start
+
+    @property
+    def completed(self) -> bool:
+        """Ran to its end, successfully or not: the jobs slowdown is measured over."""
+        return self.state in COMPLETED_STATES and self.runtime is not None
