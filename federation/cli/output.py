@@ -12,8 +12,9 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-console = Console()
-errors = Console(stderr=True)
+_PIPE_WIDTH = 240  # piped output is for scripts and logs: do not squeeze it into 80 columns
+console = Console(width=None if sys.stdout.isatty() else _PIPE_WIDTH)
+errors = Console(stderr=True, width=None if sys.stderr.isatty() else _PIPE_WIDTH)
 
 
 def when(timestamp: float | None) -> str:
@@ -32,8 +33,8 @@ def emit(
         sys.stdout.write(yaml.safe_dump(data, sort_keys=False))
     else:
         table = Table(title=title or None, show_edge=False, header_style="bold")
-        for column in columns:
-            table.add_column(column)
+        for number, column in enumerate(columns):
+            table.add_column(column, no_wrap=number == 0)
         for row in rows:
             table.add_row(*("" if cell is None else str(cell) for cell in row))
         console.print(table)

@@ -1,0 +1,5 @@
+import sys
+
+from federation.cli import main
+
+sys.exit(main())
