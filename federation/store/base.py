@@ -50,9 +50,7 @@ class Store(Protocol):
     async def close(self) -> None: ...
 
 
-def check_txn(
-    compares: Sequence[Compare], success: Sequence[Op], failure: Sequence[Op], max_ops: int
-) -> None:
+def check_txn(compares: Sequence[Compare], success: Sequence[Op], failure: Sequence[Op], max_ops: int) -> None:
     """Reject what etcd rejects before sending it, so both backends fail alike and early."""
     for name, items in (("compares", compares), ("success ops", success), ("failure ops", failure)):
         if len(items) > max_ops:

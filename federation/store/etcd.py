@@ -110,9 +110,7 @@ class EtcdStore:
             response = await kv.DeleteRange(rpc.DeleteRangeRequest(key=self._key(key)), timeout=self._timeout)
         return bool(response.deleted)
 
-    async def txn(
-        self, compares: Sequence[Compare], success: Sequence[Op], failure: Sequence[Op] = ()
-    ) -> TxnResult:
+    async def txn(self, compares: Sequence[Compare], success: Sequence[Op], failure: Sequence[Op] = ()) -> TxnResult:
         check_txn(compares, success, failure, self.max_txn_ops)
         request = rpc.TxnRequest(
             compare=[self._compare(compare) for compare in compares],
@@ -131,9 +129,7 @@ class EtcdStore:
     async def revision(self) -> int:
         kv = await self._kv_stub()
         with _mapped_errors():
-            response = await kv.Range(
-                rpc.RangeRequest(key=self._prefix, count_only=True), timeout=self._timeout
-            )
+            response = await kv.Range(rpc.RangeRequest(key=self._prefix, count_only=True), timeout=self._timeout)
         return int(response.header.revision)
 
     async def grant(self, ttl: float) -> int:
@@ -207,12 +203,14 @@ class EtcdStore:
                 if error.code() not in _WATCH_RETRYABLE:
                     raise _store_error(error) from error
                 log.warning(
-                    "etcd watch lost, resuming",
-                    prefix=prefix,
-                    next_revision=next_revision,
-                    code=error.code().name,
-                    details=error.details(),
+                    "etcd watch lost, resuming", prefix=prefix, next_revision=next_revision, error=error.code().name
                 )
+            except asyncio.CancelledError:
+                if not _channel_closed_under_us():
+                    raise
+                if self._closed:
+                    return
+                log.warning("etcd channel closed under the watch, resuming", prefix=prefix, next_revision=next_revision)
             finally:
                 if call is not None:
                     call.cancel()
@@ -346,8 +344,18 @@ def _mapped_errors() -> Iterator[None]:
         yield
     except grpc.aio.AioRpcError as error:
         raise _store_error(error) from error
+    except asyncio.CancelledError as error:
+        if not _channel_closed_under_us():
+            raise
+        raise StoreUnavailable("the etcd channel was closed during the call") from error
     except aetcd.ClientError as error:
         raise StoreError(str(error)) from error
+
+
+def _channel_closed_under_us() -> bool:
+    """grpc.aio raises CancelledError when the channel closes; tell that from this task being cancelled."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() == 0
 
 
 def _store_error(error: grpc.aio.AioRpcError) -> Exception:

@@ -88,9 +88,7 @@ class EtcdServer:
             args.append(f"--quota-backend-bytes={self._quota_backend_bytes}")
         args.extend(self._extra_args)
         with self.log_path.open("ab") as log:
-            self._process = subprocess.Popen(
-                args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-            )
+            self._process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         try:
             self._wait_healthy()
         except BaseException:

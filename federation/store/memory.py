@@ -89,9 +89,7 @@ class MemoryStore:
         result = await self.txn((), (Op.delete(key),))
         return result.responses[0] == 1
 
-    async def txn(
-        self, compares: Sequence[Compare], success: Sequence[Op], failure: Sequence[Op] = ()
-    ) -> TxnResult:
+    async def txn(self, compares: Sequence[Compare], success: Sequence[Op], failure: Sequence[Op] = ()) -> TxnResult:
         check_txn(compares, success, failure, self.max_txn_ops)
         self._begin()
         succeeded = all(self._holds(compare) for compare in compares)
@@ -189,9 +187,7 @@ class MemoryStore:
         if not self._available:
             raise StoreUnavailable("the memory store is marked unavailable")
         if self._lease_check_interval is not None and self._lease_task is None:
-            self._lease_task = asyncio.get_running_loop().create_task(
-                self._reap_leases(self._lease_check_interval)
-            )
+            self._lease_task = asyncio.get_running_loop().create_task(self._reap_leases(self._lease_check_interval))
         self.expire_leases()
 
     async def _reap_leases(self, interval: float) -> None:
@@ -220,9 +216,7 @@ class MemoryStore:
         else:
             actual = kv.mod_revision if kv is not None else 0
         if type(actual) is not type(compare.operand):
-            raise TypeError(
-                f"compare on {compare.target} needs {type(actual).__name__}, got {compare.operand!r}"
-            )
+            raise TypeError(f"compare on {compare.target} needs {type(actual).__name__}, got {compare.operand!r}")
         return _COMPARE_OPS[compare.op](actual, compare.operand)
 
     def _apply(self, op: Op, revision: int) -> TxnResponse:
