@@ -7,10 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from federation.launcher import ServerProcess
 from federation.store import EtcdServer
-from tests.e2e.support import ADMIN_TOKEN, REPO, ServerProcess, cli, cli_json
+from tests.e2e.support import ADMIN_TOKEN, REPO, cli, cli_json
 
 pytestmark = [pytest.mark.etcd, pytest.mark.slow]
+
+ADMIN_ENV = {"FEDQ_ADMIN_TOKEN": ADMIN_TOKEN}
 
 
 def test_cli_round_trip_and_restart_keeps_acknowledged_jobs(tmp_path: Path) -> None:
@@ -18,7 +21,7 @@ def test_cli_round_trip_and_restart_keeps_acknowledged_jobs(tmp_path: Path) -> N
     etcd.start()
     try:
         queues = str(REPO / "configs" / "queues.yaml")
-        with ServerProcess(etcd.endpoint, tmp_path / "server.log", ["--queues", queues]) as server:
+        with ServerProcess(etcd.endpoint, tmp_path / "server.log", ["--queues", queues], env=ADMIN_ENV) as server:
             alice = cli_json("token", "create", "--tenant", "alice", token=ADMIN_TOKEN, server=server.url)["token"]
             hello = cli_json(
                 "submit", str(REPO / "configs" / "examples" / "hello.yaml"), token=alice, server=server.url
@@ -30,7 +33,8 @@ def test_cli_round_trip_and_restart_keeps_acknowledged_jobs(tmp_path: Path) -> N
             many = tmp_path / "many.yaml"
             many.write_text(
                 "\n---\n".join(
-                    f"metadata: {{name: batch-{i}}}\nspec: {{queue: research.vision, tasks: [{{resources: {{cpu: 1}}}}]}}"
+                    f"metadata: {{name: batch-{i}}}\n"
+                    "spec: {queue: research.vision, tasks: [{resources: {cpu: 1}}]}"
                     for i in range(5)
                 )
             )
@@ -48,7 +52,7 @@ def test_cli_round_trip_and_restart_keeps_acknowledged_jobs(tmp_path: Path) -> N
 
         etcd.stop()
         etcd.start()
-        with ServerProcess(etcd.endpoint, tmp_path / "server2.log") as server:
+        with ServerProcess(etcd.endpoint, tmp_path / "server2.log", env=ADMIN_ENV) as server:
             listed = {item["id"]: item["state"] for item in cli_json("jobs", token=alice, server=server.url)["items"]}
             assert set(listed) == set(acknowledged)
             assert listed[cancelled] == "Cancelled"
