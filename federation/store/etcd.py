@@ -272,14 +272,9 @@ class EtcdStore:
         return self._prefix + key.encode()
 
     def _record(self, raw: Any) -> KeyValue:
-        return KeyValue(
-            key=raw.key[len(self._prefix) :].decode(),
-            value=raw.value,
-            create_revision=raw.create_revision,
-            mod_revision=raw.mod_revision,
-            version=raw.version,
-            lease=raw.lease,
-        )
+        # Positional: this runs once per record of a large range, where keyword passing shows.
+        key = raw.key[len(self._prefix) :].decode()
+        return KeyValue(key, raw.value, raw.create_revision, raw.mod_revision, raw.version, raw.lease)
 
     def _event(self, raw: Any) -> WatchEvent:
         if raw.type == rpc.Event.PUT:
