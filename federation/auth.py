@@ -67,8 +67,12 @@ class TokenStore:
             return None
         return Principal(Role(record["role"]), record["name"])
 
-    async def consume_join(self, token: str, now: float) -> str | None:
-        """Spend a one-time join token atomically; returns the cluster name it was made for."""
+    async def consume_join(self, token: str, cluster: str, now: float) -> str | None:
+        """Spend a one-time join token made for ``cluster``, atomically.
+
+        Returns the cluster name the token was made for (None for no valid token); a token presented
+        with another cluster's name is left unspent.
+        """
         key = keys.token(digest(token))
         kv = await self._store.get(key)
         if kv is None:
@@ -78,5 +82,7 @@ class TokenStore:
             return None
         if record.get("expires_at") is not None and now >= record["expires_at"]:
             return None
+        if record["name"] != cluster:
+            return str(record["name"])
         result = await self._store.txn([Compare.mod_revision(key, "==", kv.mod_revision)], [Op.delete(key)], [])
-        return str(record["name"]) if result.succeeded else None
+        return cluster if result.succeeded else None

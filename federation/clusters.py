@@ -64,7 +64,7 @@ class ClusterService:
     async def join(self, request: JoinRequest) -> str:
         """Spend the join token and return the cluster's long-lived credential."""
         now = self.clock.now()
-        name = await self.tokens.consume_join(request.token, now)
+        name = await self.tokens.consume_join(request.token, request.name, now)
         if name is None:
             raise JoinRefused("join token is invalid, expired or already used: ask an admin for a new one")
         if name != request.name:

@@ -1,0 +1,158 @@
+"""The member-agent protocol at the API: join tokens, reports, fencing by epoch, cordon."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from federation import keys
+from federation.jobs import JobRepository
+from federation.models import JobState
+from tests.api.support import Api, job_spec
+
+NODE = {"name": "n1", "allocatable": {"cpu": 8, "memory": "32Gi"}, "free": {"cpu": 8, "memory": "32Gi"}}
+
+
+async def join(api: Api, name: str) -> str:
+    token = (await api.http.post(f"/v1/clusters/{name}/tokens", headers=api.auth("admin"))).json()["token"]
+    response = await api.http.post("/v1/clusters/join", json={"token": token, "name": name, "labels": {"region": "eu"}})
+    assert response.status_code == 201, response.text
+    return str(response.json()["credential"])
+
+
+async def report(api: Api, name: str, credential: str, **body: Any) -> Any:
+    response = await api.http.post(
+        f"/v1/clusters/{name}/report", json={"nodes": [NODE], **body}, headers={"Authorization": f"Bearer {credential}"}
+    )
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+async def dispatch(api: Api, job_id: str, cluster: str) -> int:
+    """What the global scheduler does: Pending -> Dispatched(cluster, epoch+1) plus the assignment key."""
+    from federation.store import Op
+
+    jobs = JobRepository(api.store)
+    stored = await jobs.get(job_id)
+    epoch = stored.record.epoch + 1
+    await jobs.transition(
+        stored,
+        JobState.DISPATCHED,
+        now=api.clock.now(),
+        cluster=cluster,
+        epoch=epoch,
+        extra_ops=[Op.put(keys.assignment(cluster, job_id), b"")],
+    )
+    return epoch
+
+
+async def test_join_token_works_once_and_only_for_its_cluster(api: Api) -> None:
+    token = (await api.http.post("/v1/clusters/east/tokens", headers=api.auth("admin"))).json()["token"]
+    wrong_name = await api.http.post("/v1/clusters/join", json={"token": token, "name": "west"})
+    assert wrong_name.status_code == 401
+    assert "made for cluster 'east'" in wrong_name.json()["error"]
+    first = await api.http.post("/v1/clusters/join", json={"token": token, "name": "east"})
+    assert first.status_code == 201, first.text
+    before = await api.store.revision()
+    again = await api.http.post("/v1/clusters/join", json={"token": token, "name": "east"})
+    assert again.status_code == 401
+    assert "already used" in again.json()["error"]
+    made_up = await api.http.post("/v1/clusters/join", json={"token": "fedq_join_nope", "name": "east"})
+    assert made_up.status_code == 401
+    assert await api.store.revision() == before
+
+
+async def test_a_cluster_credential_reports_only_as_its_own_cluster(api: Api) -> None:
+    east = await join(api, "east")
+    await join(api, "west")
+    before = await api.store.revision()
+    response = await api.http.post(
+        "/v1/clusters/west/report", json={"nodes": [NODE]}, headers={"Authorization": f"Bearer {east}"}
+    )
+    assert response.status_code == 403
+    assert "belongs to cluster 'east'" in response.json()["error"]
+    tenant = await api.http.post("/v1/clusters/east/report", json={"nodes": [NODE]}, headers=api.auth("alice"))
+    assert tenant.status_code == 403
+    assert (
+        await api.http.post("/v1/jobs", json=job_spec(), headers={"Authorization": f"Bearer {east}"})
+    ).status_code == 403
+    assert await api.store.revision() == before
+
+
+async def test_report_delivers_assignment_and_advances_the_job(api: Api) -> None:
+    credential = await join(api, "east")
+    job_id = (await api.http.post("/v1/jobs", json=job_spec(), headers=api.auth("alice"))).json()["id"]
+    epoch = await dispatch(api, job_id, "east")
+    reply = await report(api, "east", credential)
+    assert [(a["job_id"], a["epoch"]) for a in reply["assignments"]] == [(job_id, epoch)]
+    now = api.clock.now()
+    update = {"job_id": job_id, "epoch": epoch, "time": now}
+    reply = await report(api, "east", credential, updates=[{**update, "state": "Running"}])
+    assert reply["assignments"] == [] and reply["refused"] == []
+    reply = await report(
+        api, "east", credential, updates=[{**update, "state": "Failed", "exit_code": 3, "log_tail": "boom"}]
+    )
+    job = (await api.http.get(f"/v1/jobs/{job_id}", headers=api.auth("alice"))).json()
+    assert (job["state"], job["exit_code"], job["log_tail"]) == ("Failed", 3, "boom")
+    assert [e["to"] for e in job["events"]] == ["Pending", "Dispatched", "Running", "Failed"]
+
+
+async def test_a_stale_epoch_is_refused_and_answered_with_a_kill(api: Api) -> None:
+    east = await join(api, "east")
+    west = await join(api, "west")
+    job_id = (await api.http.post("/v1/jobs", json=job_spec(), headers=api.auth("alice"))).json()["id"]
+    old_epoch = await dispatch(api, job_id, "east")
+    jobs = JobRepository(api.store)
+    stored = await jobs.get(job_id)
+    await jobs.transition(stored, JobState.PENDING, now=api.clock.now(), reason="requeued: east lost", cluster="")
+    new_epoch = await dispatch(api, job_id, "west")
+    assert new_epoch == old_epoch + 1
+    stale = {"job_id": job_id, "epoch": old_epoch, "time": api.clock.now(), "state": "Succeeded"}
+    reply = await report(api, "east", east, updates=[stale], known=[[job_id, old_epoch]])
+    assert [r["job_id"] for r in reply["refused"]] == [job_id]
+    assert [(c["job_id"], c["epoch"]) for c in reply["cancellations"]] == [(job_id, old_epoch)]
+    assert (await jobs.get(job_id)).record.state is JobState.DISPATCHED
+    reply = await report(api, "west", west)
+    assert [a["epoch"] for a in reply["assignments"]] == [new_epoch]
+
+
+async def test_cancel_of_a_running_job_reaches_its_agent(api: Api) -> None:
+    east = await join(api, "east")
+    job_id = (await api.http.post("/v1/jobs", json=job_spec(), headers=api.auth("alice"))).json()["id"]
+    epoch = await dispatch(api, job_id, "east")
+    await report(api, "east", east, updates=[{"job_id": job_id, "epoch": epoch, "time": 1.0, "state": "Running"}])
+    cancelled = (await api.http.delete(f"/v1/jobs/{job_id}", headers=api.auth("alice"))).json()
+    assert (cancelled["state"], cancelled["cancel_requested"]) == ("Running", True)
+    reply = await report(api, "east", east)
+    assert [(c["job_id"], c["epoch"]) for c in reply["cancellations"]] == [(job_id, epoch)]
+    await report(api, "east", east, updates=[{"job_id": job_id, "epoch": epoch, "time": 2.0, "state": "Cancelled"}])
+    assert (await JobRepository(api.store).get(job_id)).record.state is JobState.CANCELLED
+    assert (await report(api, "east", east))["cancellations"] == []
+
+
+async def test_clusters_list_state_and_cordon(api: Api) -> None:
+    east = await join(api, "east")
+    await report(api, "east", east)
+    clusters = (await api.http.get("/v1/clusters", headers=api.auth("admin"))).json()["items"]
+    assert [(c["name"], c["state"], c["capacity"]["cpu"]) for c in clusters] == [("east", "Ready", 8.0)]
+    assert (await api.http.post("/v1/clusters/east/cordon", headers=api.auth("alice"))).status_code == 403
+    assert (await api.http.post("/v1/clusters/east/cordon", headers=api.auth("admin"))).json()["cordoned"] is True
+    assert (await report(api, "east", east))["state"] == "Cordoned"
+    api.clock.advance(3600)
+    clusters = (await api.http.get("/v1/clusters", headers=api.auth("admin"))).json()["items"]
+    assert clusters[0]["state"] == "Unreachable"
+
+
+async def test_bad_reports_are_refused_and_change_nothing(api: Api) -> None:
+    east = await join(api, "east")
+    headers = {"Authorization": f"Bearer {east}"}
+    before = await api.store.revision()
+    for body, field in [
+        ({"nodes": [{"name": "n1", "allocatable": {"cpu": "x"}, "free": {}}]}, "nodes[0].allocatable"),
+        ({"updates": [{"job_id": "a", "epoch": -1, "state": "Running", "time": 0}]}, "updates[0].epoch"),
+        ({"updates": [{"job_id": "a", "epoch": 1, "state": "Dispatched", "time": 0}]}, "updates[0].state"),
+        ({"surprise": 1}, "surprise"),
+    ]:
+        response = await api.http.post("/v1/clusters/east/report", json=body, headers=headers)
+        assert response.status_code == 422, response.text
+        assert any(field == f["field"] for f in response.json()["fields"]), response.text
+    assert await api.store.revision() == before
