@@ -19,8 +19,10 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from etcd_raw import raw_txn_put_rate  # noqa: E402
+
 from federation.launcher import ServerProcess  # noqa: E402
-from federation.store import EtcdServer, EtcdStore, put_many  # noqa: E402
+from federation.store import EtcdServer, EtcdStore  # noqa: E402
 
 ADMIN = "fedq_admin_bench-admin"
 REPO = Path(__file__).resolve().parents[1]
@@ -40,12 +42,10 @@ def job(i: int) -> dict[str, object]:
 
 async def raw_rate(endpoint: str, n: int) -> float:
     store = EtcdStore(endpoint, prefix="/bench-raw/")
-    value = b"x" * 512
-    started = time.perf_counter()
-    await put_many(store, ((f"k/{i:08d}", value) for i in range(n)))
-    elapsed = time.perf_counter() - started
-    await store.close()
-    return n / elapsed
+    try:
+        return await raw_txn_put_rate(store, n)
+    finally:
+        await store.close()
 
 
 def main() -> None:
