@@ -1,0 +1,41 @@
+"""allocate: place jobs in fair-share order; gangs commit whole or roll back.
+
+Volcano's greedy allocate, with two fedq rules:
+- a job that cannot start and may reserve (the reservation plugin says it has waited long enough)
+  stops the pass: nothing jumps it here; reserve/backfill decide what may still start;
+- if fair-share slices held jobs back while resources stay idle, the pie is spun again: a second
+  pass where only caps and hard quotas limit (HTCondor's re-spin of leftovers).
+"""
+
+from __future__ import annotations
+
+from policies.actions.placing import try_job
+from policies.framework.jobs import OrderedJobs
+from policies.framework.registry import register_action
+from policies.framework.session import Action, Session
+
+
+@register_action
+class Allocate(Action):
+    name = "allocate"
+
+    def execute(self, ssn: Session) -> None:
+        self._pass(ssn)
+        if ssn.share_held and not ssn.halted and self.arguments.flag("respin", True):
+            ssn.surplus = True
+            self._pass(ssn)
+            ssn.surplus = False
+
+    def _pass(self, ssn: Session) -> None:
+        jobs = OrderedJobs(ssn, ssn.inqueue)
+        while (job := jobs.pop()) is not None:
+            if ssn.pending_count(job) == 0 or job.id in ssn.reserved:
+                continue
+            kept, waitable = try_job(ssn, job)
+            if kept:
+                if ssn.pending_count(job) > 0:
+                    jobs.push_back(job)
+            elif waitable and ssn.job_reservable(job):
+                ssn.blocked.append(job)
+                ssn.halted = True
+                return

@@ -1,0 +1,142 @@
+"""Making room for a starving job by evicting others: shared by preempt and reclaim.
+
+The framework, not a plugin, enforces the promises: a non-preemptible job is never a victim, a
+victim has run for at least the grace period, no queue is taken below its guarantee by another
+queue, at most ``maxEvictions`` tasks go per cycle, and a gang is never left running below its
+minAvailable (it goes whole instead). Plugins (priority, gang, drf, proportion, conformance) then
+narrow the candidates through the ``preemptable`` / ``reclaimable`` hooks. Victims go lowest
+priority first, most recently started first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from policies import resources as res
+from policies.framework.session import Session
+from policies.framework.statement import Statement
+from policies.resources import EPS, Resources
+from policies.snapshot import EVICTABLE, JobInfo, NodeInfo, TaskInfo
+
+
+class Evictor:
+    def __init__(self, ssn: Session, hook: str, reason: str, grace: float, budget: int) -> None:
+        self.ssn = ssn
+        self.hook = hook
+        self.reason = reason
+        self.budget = budget
+        self.used = 0
+        self.by_node: dict[str, list[TaskInfo]] = {}
+        for job in ssn.running_jobs:
+            if not job.preemptible:
+                continue
+            for t in job.tasks:
+                started = t.start_time if t.start_time is not None else job.start_time
+                if t.status in EVICTABLE and t.node and (started is None or ssn.now - started >= grace):
+                    self.by_node.setdefault(t.node, []).append(t)
+
+    def _unit(self, victim: TaskInfo) -> list[TaskInfo]:
+        """The victim alone, or its whole gang if losing it would leave the gang short."""
+        job = self.ssn.jobs[victim.job]
+        if self.ssn.ready_count(job) - 1 >= job.gang_size:
+            return [victim]
+        return [t for t in job.tasks if t.status in EVICTABLE]
+
+    def _protected(self, victims: list[TaskInfo], job: JobInfo, preemptor: JobInfo) -> bool:
+        """Taking ``victims`` would bring their queue (or an ancestor) below its guarantee."""
+        if job.queue == preemptor.queue:
+            return False
+        ssn = self.ssn
+        freed = res.total(v.resources for v in victims)
+        shared = set(ssn.ancestry(preemptor.queue))
+        for q in ssn.ancestry(job.queue):
+            if q in shared:
+                break
+            guarantee = ssn.queues[q].guarantee
+            after = res.sub(ssn.allocated[q], freed)
+            if any(after.get(r, 0.0) + EPS < g for r, g in guarantee.items() if freed.get(r, 0.0) > 0):
+                return True
+        return False
+
+    def make_room(self, stmt: Statement, job: JobInfo, accept: Callable[[TaskInfo], bool]) -> bool:
+        """Pipeline every pending task of ``job`` (all on one node when whole-job), evicting as needed."""
+        ssn = self.ssn
+        tasks = ssn.pending_tasks(job)
+        groups = [tasks] if ssn.whole_job else [[t] for t in tasks]
+        for group in groups:
+            need = res.total(t.resources for t in group)
+            if not any(self._room_on(stmt, job, group, need, node, accept) for node in self._nodes(group[0], job)):
+                return False
+            if ssn.job_pipelined(job) and ssn.pipelined_count(job) + ssn.ready_count(job) >= job.gang_size:
+                return True
+        return True
+
+    def _nodes(self, task: TaskInfo, job: JobInfo) -> list[NodeInfo]:
+        ssn = self.ssn
+        return [n for n in ssn.nodes if (n.name in self.by_node or n.releasing) and ssn.predicate(task, job, n) is None]
+
+    def _room_on(
+        self,
+        stmt: Statement,
+        job: JobInfo,
+        group: list[TaskInfo],
+        need: Resources,
+        node: NodeInfo,
+        accept: Callable[[TaskInfo], bool],
+    ) -> bool:
+        ssn = self.ssn
+        mark, used = stmt.mark(), self.used
+        if not node.fits_future(need):
+            candidates = [
+                v for v in self.by_node.get(node.name, []) if v.status in EVICTABLE and v.job != job.id and accept(v)
+            ]
+            allowed = ssn.hooks.call(self.hook, group[0], candidates) or []
+            allowed.sort(key=lambda v: (ssn.jobs[v.job].priority, -(v.start_time or ssn.jobs[v.job].start_time or 0.0)))
+            for victim in allowed:
+                if victim.status not in EVICTABLE:
+                    continue
+                unit = self._unit(victim)
+                owner = ssn.jobs[victim.job]
+                if self.used + len(unit) > self.budget or self._protected(unit, owner, job):
+                    continue
+                for v in unit:
+                    stmt.evict(v, owner, self.reason)
+                self.used += len(unit)
+                if node.fits_future(need):
+                    break
+        if not node.fits_future(need):
+            stmt.rollback_to(mark)
+            self.used = used
+            return False
+        for t in group:
+            stmt.pipeline(t, job, node)
+        return True
+
+
+def starving(ssn: Session) -> list[JobInfo]:
+    """Jobs this session tried and could not start, in job order: the would-be preemptors."""
+    jobs = [ssn.jobs[j] for j in ssn.decisions.reasons if j in ssn.jobs]
+    jobs = [j for j in jobs if ssn.pending_count(j) > 0 and j.id not in ssn.reserved and ssn.job_starving(j)]
+    return sorted(jobs, key=ssn.job_key)
+
+
+def run_evictions(
+    ssn: Session, evictor: Evictor, lookahead: int, accept_for: Callable[[JobInfo], Callable[[TaskInfo], bool] | None]
+) -> None:
+    """For each starving job in order, evict for it and keep the result if its gang is then pipelined."""
+    if not evictor.by_node:
+        return
+    missed = 0
+    for job in starving(ssn):
+        if missed >= lookahead or evictor.used >= evictor.budget:
+            break
+        accept = accept_for(job)
+        if accept is None:
+            continue
+        stmt = Statement(ssn)
+        if evictor.make_room(stmt, job, accept) and ssn.job_pipelined(job):
+            stmt.commit(bind=False)
+            missed = 0
+        else:
+            stmt.discard()
+            missed += 1

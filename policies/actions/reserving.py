@@ -1,0 +1,71 @@
+"""Booking reservations: shared by the reserve and backfill actions."""
+
+from __future__ import annotations
+
+from policies import resources as res
+from policies.framework.decisions import RESERVED, TOO_BIG
+from policies.framework.session import Session
+from policies.profile import ReservationBook
+from policies.snapshot import OCCUPYING, JobInfo, TaskStatus
+
+
+def reservation_book(ssn: Session) -> ReservationBook:
+    """The session's book, built on first use from idle resources and expected task ends."""
+    if ssn.book is None:
+        idle = {n.name: res.sub(res.add(n.idle, n.releasing), n.pipelined) for n in ssn.nodes if not n.unschedulable}
+        ends = [
+            (t.node, t.expected_end, t.resources)
+            for job in ssn.running_jobs
+            for t in job.tasks
+            if t.status in OCCUPYING and t.status != TaskStatus.RELEASING and t.expected_end is not None
+        ]
+        for task in ssn.placed_here():
+            walltime = ssn.jobs[task.job].walltime
+            if walltime is not None:
+                ends.append((task.node, ssn.now + walltime, task.resources))
+        ssn.book = ReservationBook(ssn.now, idle, ends)
+    return ssn.book
+
+
+def book(ssn: Session, job: JobInfo) -> bool:
+    """Reserve the earliest start for ``job``'s gang; False when it can never start here."""
+    tasks = ssn.pending_tasks(job)
+    if not tasks:
+        return False
+    need = max(1, job.gang_size - ssn.ready_count(job) - ssn.pipelined_count(job)) if not ssn.whole_job else len(tasks)
+    size: dict[str, float] = {}
+    for t in tasks:
+        size = res.maximum(size, t.resources)
+    probe = max(tasks, key=lambda t: sum(t.resources.values()))
+    nodes = [n.name for n in ssn.nodes if not n.unschedulable and ssn.predicate(probe, job, n) is None]
+    ledger = reservation_book(ssn)
+    found = ledger.earliest(nodes, size, min(need, len(tasks)), job.walltime, ssn.whole_job)
+    if found is None:
+        ssn.why(job, TOO_BIG, "reserve", f"no node set can ever hold {need} x {size}")
+        return False
+    start, where = found
+    booked = ledger.reserve(job.id, start, job.walltime, size, where)
+    ssn.decisions.reservations.append(booked)
+    ssn.reserved.add(job.id)
+    ssn.why(job, RESERVED, "reserve", f"reserved {where} from t={start:.0f}")
+    return True
+
+
+def depth_of(value: object) -> int:
+    """``depth``: 1 = EASY, N, or 'all' (conservative)."""
+    if value == "all":
+        return 1 << 30
+    depth = int(value)  # type: ignore[call-overload]
+    if depth < 0:
+        raise ValueError(f"depth must be >= 0 or 'all', got {value!r}")
+    return depth
+
+
+def book_blocked(ssn: Session, depth: int) -> None:
+    """Reserve for the jobs allocate stopped at, in order, up to ``depth`` reservations."""
+    for job in ssn.blocked:
+        if len(ssn.reserved) >= depth:
+            break
+        if job.id not in ssn.reserved:
+            book(ssn, job)
+    ssn.blocked = []

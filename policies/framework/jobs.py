@@ -1,0 +1,142 @@
+"""Pending jobs in scheduling order: queue, then tenant within the queue, then job.
+
+Each level is a heap whose keys the plugins compute (queue_order, tenant_order, job_order). Keys
+grow as a queue or tenant is given resources, so a stale key is a lower bound: a popped entry is
+re-keyed and pushed back if it no longer leads, and nothing is re-sorted wholesale. Lanes (one per
+queue and tenant) read from the session's job list or lazily from a PendingIndex, so with 100,000
+pending jobs only the heads that are actually considered are touched.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from policies.framework.decisions import OVERUSED
+from policies.snapshot import JobInfo
+
+if TYPE_CHECKING:
+    from policies.framework.session import Session
+
+
+class _Lane:
+    """One tenant's jobs in one queue: a heap of pushed-back jobs merged with an ordered stream."""
+
+    __slots__ = ("queue", "tenant", "heap", "stream", "head")
+
+    def __init__(self, queue: str, tenant: str, stream: Iterator[JobInfo]) -> None:
+        self.queue = queue
+        self.tenant = tenant
+        self.heap: list[tuple[Any, ...]] = []
+        self.stream = stream
+        self.head: tuple[Any, ...] | None = None
+
+    def peek(self, ssn: Session, seq: Iterator[int]) -> tuple[Any, ...] | None:
+        if self.head is None:
+            job = next(self.stream, None)
+            if job is not None:
+                self.head = (ssn.job_key(job), next(seq), job)
+        best = self.head
+        if self.heap and (best is None or self.heap[0] < best):
+            best = self.heap[0]
+        return best
+
+    def pop(self, ssn: Session, seq: Iterator[int]) -> JobInfo | None:
+        best = self.peek(ssn, seq)
+        if best is None:
+            return None
+        if best is self.head:
+            self.head = None
+        else:
+            heapq.heappop(self.heap)
+        job: JobInfo = best[2]
+        return job
+
+
+class OrderedJobs:
+    def __init__(self, ssn: Session, only: set[str] | None = None) -> None:
+        self.ssn = ssn
+        self.only = only
+        self._seq = itertools.count()
+        self._lanes: dict[tuple[str, str], _Lane] = {}
+        self._tenants: dict[str, list[tuple[Any, ...]]] = {}
+        self._queues: list[tuple[Any, ...]] = []
+        self._held: set[str] = set()
+        for (queue, tenant), stream in self._streams().items():
+            self._lanes[(queue, tenant)] = _Lane(queue, tenant, stream)
+        for lane in self._lanes.values():
+            self._push_lane(lane)
+        for queue in self._tenants:
+            heapq.heappush(self._queues, (ssn.queue_key(queue), next(self._seq), queue))
+
+    def _streams(self) -> dict[tuple[str, str], Iterator[JobInfo]]:
+        ssn = self.ssn
+        if ssn.index is not None and self.only is None:
+            index = ssn.index
+            return {key: index.iter_lane(key) for key in index.lanes()}
+        groups: dict[tuple[str, str], list[JobInfo]] = {}
+        jobs = ssn.pending_jobs if self.only is None else [ssn.jobs[j] for j in self.only if j in ssn.jobs]
+        for job in jobs:
+            groups.setdefault((job.queue, job.tenant), []).append(job)
+        return {key: iter(sorted(group, key=ssn.job_key)) for key, group in groups.items()}
+
+    def _push_lane(self, lane: _Lane) -> None:
+        head = lane.peek(self.ssn, self._seq)
+        if head is None:
+            return
+        key = (self.ssn.tenant_key(lane.queue, lane.tenant), head[0])
+        heapq.heappush(self._tenants.setdefault(lane.queue, []), (key, next(self._seq), lane))
+
+    def push_back(self, job: JobInfo) -> None:
+        """A job that still has pending tasks goes back, re-keyed (its share changed)."""
+        lane = self._lanes[(job.queue, job.tenant)]
+        was_empty = lane.peek(self.ssn, self._seq) is None
+        heapq.heappush(lane.heap, (self.ssn.job_key(job), next(self._seq), job))
+        if was_empty:
+            self._push_lane(lane)
+            if len(self._tenants[job.queue]) == 1 and job.queue not in {q for _, _, q in self._queues}:
+                heapq.heappush(self._queues, (self.ssn.queue_key(job.queue), next(self._seq), job.queue))
+
+    def pop(self) -> JobInfo | None:
+        """The next job to consider, or None when every queue is drained or overused."""
+        ssn = self.ssn
+        while self._queues:
+            key, _, queue = self._queues[0]
+            fresh = ssn.queue_key(queue)
+            if fresh > key:
+                heapq.heapreplace(self._queues, (fresh, next(self._seq), queue))
+                continue
+            tenants = self._tenants.get(queue)
+            if not tenants:
+                heapq.heappop(self._queues)
+                continue
+            over = ssn.overused(queue)
+            if over is not None:
+                heapq.heappop(self._queues)
+                ssn.why_queue(queue, OVERUSED, over[0], str(over[1]))
+                continue
+            job = self._pop_tenant(tenants)
+            if job is None:
+                continue
+            if job.id not in ssn.jobs:
+                ssn.jobs[job.id] = job
+            return job
+        return None
+
+    def _pop_tenant(self, tenants: list[tuple[Any, ...]]) -> JobInfo | None:
+        ssn = self.ssn
+        key, _, lane = tenants[0]
+        head = lane.peek(ssn, self._seq)
+        if head is None:
+            heapq.heappop(tenants)
+            return None
+        fresh = (ssn.tenant_key(lane.queue, lane.tenant), head[0])
+        if fresh > key:
+            heapq.heapreplace(tenants, (fresh, next(self._seq), lane))
+            return None
+        heapq.heappop(tenants)
+        job = lane.pop(ssn, self._seq)
+        self._push_lane(lane)
+        return job

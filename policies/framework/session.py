@@ -1,0 +1,372 @@
+"""Session: one scheduling cycle over a snapshot, at either level.
+
+The session owns copies of the nodes (or clusters) and changes task states in place while it
+runs; ``close_session`` puts every task it touched back, so the caller's snapshot objects (which
+the global level keeps across cycles in a PendingIndex) come out unchanged. Decisions are the
+only output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from time import perf_counter
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from policies import resources as res
+from policies.clock import Clock
+from policies.framework.conf import Arguments, SchedulerConf
+from policies.framework.decisions import Bind, Decisions, Eviction, Reason
+from policies.framework.hooks import Hooks
+from policies.framework.registry import ACTIONS, PLUGINS, load_builtins
+from policies.ordering import PendingIndex
+from policies.resources import Resources
+from policies.snapshot import OCCUPYING, READY, ROOT, JobInfo, NodeInfo, QueueInfo, Snapshot, TaskInfo, TaskStatus
+
+if TYPE_CHECKING:
+    from policies.framework.placement import Placer
+    from policies.profile import ReservationBook
+
+MAX_REASONS = 4
+
+
+class Plugin:
+    """A policy: registers hooks for one session. Built by name from the conf's tiers."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.arguments = arguments
+
+    def on_session_open(self, ssn: Session) -> None:
+        raise NotImplementedError
+
+    def on_session_close(self, ssn: Session) -> None:
+        """Plugins keep per-session state on themselves; a new instance serves each session."""
+
+
+class Action:
+    """One step of a cycle (Volcano's Action: a name and ``execute``)."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.arguments = arguments
+
+    def execute(self, ssn: Session) -> None:
+        raise NotImplementedError
+
+
+class Session:
+    def __init__(self, conf: SchedulerConf, snapshot: Snapshot, clock: Clock) -> None:
+        self.conf = conf
+        self.clock = clock
+        self.now = clock.now()
+        self.whole_job = conf.placement == "job"
+        self.nodes: list[NodeInfo] = [n.clone() for n in snapshot.nodes]
+        self.node_index = {n.name: i for i, n in enumerate(self.nodes)}
+        self.node_version = [0] * len(self.nodes)
+        self.changes: list[int] = []
+        self.usage = snapshot.usage
+        self.index: PendingIndex | None = snapshot.pending if isinstance(snapshot.pending, PendingIndex) else None
+        self.jobs: dict[str, JobInfo] = {j.id: j for j in snapshot.jobs}
+        self.pending_jobs = [j for j in snapshot.jobs if any(t.status == TaskStatus.PENDING for t in j.tasks)]
+        self.running_jobs = [j for j in snapshot.jobs if any(t.status in OCCUPYING for t in j.tasks)]
+        self.capacity = res.total(n.allocatable for n in self.nodes if not n.unschedulable)
+        self.queues = dict(snapshot.queues)
+        self.children: dict[str, list[str]] = {}
+        self.allocated: dict[str, Resources] = {}  # queue path (all levels) -> held resources, live
+        self.requested: dict[str, Resources] = {}  # queue path (all levels) -> allocated + pending
+        self.tenant_allocated: dict[tuple[str, str], Resources] = {}
+        self.tenant_requested: dict[tuple[str, str], Resources] = {}
+        self._build_tree()
+        self.hooks = Hooks()
+        self.decisions = Decisions()
+        self.inqueue: set[str] | None = None  # set by enqueue; None = every pending job may allocate
+        self.blocked: list[JobInfo] = []  # jobs allocate stopped at, for reserve/backfill
+        self.halted = False  # strict order: allocate met a blocked reservable job
+        self.share_held = False  # some job was held back by its fair-share slice
+        self.surplus = False  # the pie is spun again: fair-share slices no longer limit, caps still do
+        self.book: ReservationBook | None = None
+        self.reserved: set[str] = set()
+        self._journal: dict[int, tuple[TaskInfo, TaskStatus, str]] = {}
+        self._ready: dict[str, int] = {}
+        self._waiting: dict[str, int] = {}
+        self._pending: dict[str, int] = {}
+        from policies.framework.placement import Placer
+
+        self.placer: Placer = Placer(self)
+        self.plugins: list[Plugin] = []
+        for tier, plugin_confs in enumerate(conf.tiers):
+            for pc in plugin_confs:
+                plugin = PLUGINS[pc.name](pc.arguments)
+                self.plugins.append(plugin)
+                self._tier = tier
+                self._disabled = pc.disabled_hooks
+                t0 = perf_counter()
+                plugin.on_session_open(self)
+                self.hooks.charge(plugin.name, perf_counter() - t0)
+
+    # ---- tree and aggregates -------------------------------------------------------------------
+
+    def _build_tree(self) -> None:
+        leaves = {j.queue for j in self.jobs.values()}
+        if self.index is not None:
+            leaves |= {q for q, _ in self.index.lanes()}
+        seen: set[str] = set()
+        for start in [*self.queues, *sorted(leaves)]:
+            path: str | None = start
+            while path is not None and path not in seen:
+                seen.add(path)
+                info = self.queues.setdefault(path, QueueInfo(path))
+                self.children.setdefault(path, [])
+                self.allocated.setdefault(path, {})
+                self.requested.setdefault(path, {})
+                if info.parent is not None:
+                    self.children.setdefault(info.parent, []).append(path)
+                path = info.parent
+        for job in self.jobs.values():
+            held = res.total(t.resources for t in job.tasks if t.status in OCCUPYING)
+            self._add_up(self.allocated, job.queue, held)
+            res.iadd(self.tenant_allocated.setdefault((job.queue, job.tenant), {}), held)
+            want = res.add(held, job.request())
+            self._add_up(self.requested, job.queue, want)
+            res.iadd(self.tenant_requested.setdefault((job.queue, job.tenant), {}), want)
+        if self.index is not None:
+            for lane in self.index.lanes():
+                want = self.index.lane_request(lane)
+                self._add_up(self.requested, lane[0], want)
+                res.iadd(self.tenant_requested.setdefault(lane, {}), want)
+
+    def ancestry(self, queue: str) -> list[str]:
+        """The queue and its ancestors up to (not including) the root, leaf first."""
+        out = []
+        path: str | None = queue
+        while path is not None and path != ROOT:
+            out.append(path)
+            path = self.queues[path].parent
+        return out
+
+    def _add_up(self, table: dict[str, Resources], queue: str, amount: Resources, times: float = 1.0) -> None:
+        for path in [*self.ancestry(queue), ROOT]:
+            res.iadd(table.setdefault(path, {}), amount, times)
+
+    def tree_key(self, queue: str, share: Callable[[str], float]) -> tuple[float, ...]:
+        """Shares from the top level down to ``queue``: comparing these tuples walks the tree,
+        picking the least-served child at each level (hierarchical DRF / fair share)."""
+        return tuple(share(q) for q in reversed(self.ancestry(queue)))
+
+    def leaf_queues(self) -> list[str]:
+        return [q for q, kids in self.children.items() if not kids and q != ROOT]
+
+    # ---- registration and dispatch -------------------------------------------------------------
+
+    def add_hook(self, hook: str, plugin: str, fn: Any) -> None:
+        """Called by plugins in on_session_open; honours the conf's enableXxx: false."""
+        if hook not in self._disabled:
+            self.hooks.add(hook, plugin, self._tier, fn)
+
+    def job_key(self, job: JobInfo) -> tuple[Any, ...]:
+        return (self.hooks.call("job_order", job), job.submit_time, job.id)
+
+    def task_key(self, task: TaskInfo) -> tuple[Any, ...]:
+        return (self.hooks.call("task_order", task), task.index)
+
+    def queue_key(self, queue: str) -> tuple[Any, ...]:
+        return (self.hooks.call("queue_order", queue), queue)
+
+    def tenant_key(self, queue: str, tenant: str) -> tuple[Any, ...]:
+        return self.hooks.call("tenant_order", queue, tenant)  # type: ignore[no-any-return]
+
+    def overused(self, queue: str) -> tuple[str, str] | None:
+        return self.hooks.call("overused", queue)  # type: ignore[no-any-return]
+
+    def job_valid(self, job: JobInfo) -> tuple[str, str] | None:
+        return self.hooks.call("job_valid", job)  # type: ignore[no-any-return]
+
+    def job_enqueueable(self, job: JobInfo) -> tuple[str, str] | None:
+        return self.hooks.call("job_enqueueable", job)  # type: ignore[no-any-return]
+
+    def job_reservable(self, job: JobInfo) -> bool:
+        """No reservation plugin: nobody reserves (Volcano's greedy allocate)."""
+        return self.hooks.has("job_reservable") and self.hooks.call("job_reservable", job) is None
+
+    def allocatable(self, task: TaskInfo, job: JobInfo) -> tuple[str, str] | None:
+        """Whether the job's queue (and tenant) may take ``task`` now: shares, caps, quotas."""
+        return self.hooks.call("allocatable", task, job)  # type: ignore[no-any-return]
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return bool(self.hooks.call("job_ready", job))
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return self.hooks.call("job_pipelined", job) is not False
+
+    def job_starving(self, job: JobInfo) -> bool:
+        return bool(self.hooks.call("job_starving", job))
+
+    def predicate(self, task: TaskInfo, job: JobInfo, node: NodeInfo) -> tuple[str, str] | None:
+        return self.hooks.call("predicate", task, job, node)  # type: ignore[no-any-return]
+
+    def node_score(self, task: TaskInfo, job: JobInfo, node: NodeInfo) -> float:
+        return float(self.hooks.call("node_order", task, job, node))
+
+    # ---- job state counters --------------------------------------------------------------------
+
+    def _count(self, job: JobInfo) -> None:
+        if job.id not in self._ready:
+            self._ready[job.id] = sum(1 for t in job.tasks if t.status in READY)
+            self._waiting[job.id] = sum(1 for t in job.tasks if t.status == TaskStatus.PIPELINED)
+            self._pending[job.id] = sum(1 for t in job.tasks if t.status == TaskStatus.PENDING)
+
+    def ready_count(self, job: JobInfo) -> int:
+        self._count(job)
+        return self._ready[job.id]
+
+    def pipelined_count(self, job: JobInfo) -> int:
+        self._count(job)
+        return self._waiting[job.id]
+
+    def pending_count(self, job: JobInfo) -> int:
+        self._count(job)
+        return self._pending[job.id]
+
+    def pending_tasks(self, job: JobInfo) -> list[TaskInfo]:
+        tasks = [t for t in job.tasks if t.status == TaskStatus.PENDING]
+        if len(tasks) > 1 and self.hooks.has("task_order"):
+            tasks.sort(key=self.task_key)
+        return tasks
+
+    def _set_status(self, task: TaskInfo, job: JobInfo, status: TaskStatus, node: str) -> None:
+        self._count(job)
+        key = id(task)
+        if key not in self._journal:
+            self._journal[key] = (task, task.status, task.node)
+        for st, sign in ((task.status, -1), (status, 1)):
+            if st in READY:
+                self._ready[job.id] += sign
+            elif st == TaskStatus.PIPELINED:
+                self._waiting[job.id] += sign
+            elif st == TaskStatus.PENDING:
+                self._pending[job.id] += sign
+        task.status = status
+        task.node = node
+
+    # ---- primitives used by Statement ----------------------------------------------------------
+
+    def placed_here(self) -> list[TaskInfo]:
+        """Tasks this session has allocated or pipelined so far."""
+        wanted = (TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
+        return [t for t, before, _ in self._journal.values() if t.status in wanted and before == TaskStatus.PENDING]
+
+    def node(self, name: str) -> NodeInfo:
+        return self.nodes[self.node_index[name]]
+
+    def _touch(self, node: NodeInfo) -> None:
+        i = self.node_index[node.name]
+        self.node_version[i] += 1
+        self.changes.append(i)
+
+    def _held(self, task: TaskInfo, job: JobInfo, sign: float) -> None:
+        self._add_up(self.allocated, job.queue, task.resources, sign)
+        res.iadd(self.tenant_allocated.setdefault((job.queue, job.tenant), {}), task.resources, sign)
+        self.hooks.call("on_allocate" if sign > 0 else "on_deallocate", task, job)
+
+    def allocate_task(self, task: TaskInfo, job: JobInfo, node: NodeInfo) -> object:
+        token = node.take(task.resources)
+        self._set_status(task, job, TaskStatus.ALLOCATED, node.name)
+        self._touch(node)
+        if self.book is not None:
+            self.book.consume(node.name, task.resources, self.now, self.now + (job.walltime or float("inf")))
+        self._held(task, job, 1.0)
+        return token
+
+    def unallocate_task(self, task: TaskInfo, job: JobInfo, node: NodeInfo, token: object) -> None:
+        node.give(task.resources, token)  # type: ignore[arg-type]
+        self._set_status(task, job, TaskStatus.PENDING, "")
+        self._touch(node)
+        if self.book is not None:
+            self.book.consume(
+                node.name, res.scale(task.resources, -1.0), self.now, self.now + (job.walltime or float("inf"))
+            )
+        self._held(task, job, -1.0)
+
+    def pipeline_task(self, task: TaskInfo, job: JobInfo, node: NodeInfo) -> None:
+        res.iadd(node.pipelined, task.resources)
+        self._set_status(task, job, TaskStatus.PIPELINED, node.name)
+        self._touch(node)
+        self._held(task, job, 1.0)
+
+    def unpipeline_task(self, task: TaskInfo, job: JobInfo, node: NodeInfo) -> None:
+        res.isub(node.pipelined, task.resources)
+        self._set_status(task, job, TaskStatus.PENDING, "")
+        self._touch(node)
+        self._held(task, job, -1.0)
+
+    def evict_task(self, task: TaskInfo, job: JobInfo) -> TaskStatus:
+        node = self.node(task.node)
+        before = task.status
+        res.iadd(node.releasing, task.resources)
+        self._set_status(task, job, TaskStatus.RELEASING, task.node)
+        self._touch(node)
+        self._held(task, job, -1.0)
+        return before
+
+    def unevict_task(self, task: TaskInfo, job: JobInfo, before: TaskStatus) -> None:
+        node = self.node(task.node)
+        res.isub(node.releasing, task.resources)
+        self._set_status(task, job, before, task.node)
+        self._touch(node)
+        self._held(task, job, 1.0)
+
+    def record_bind(self, task: TaskInfo, job: JobInfo, pipelined: bool) -> None:
+        bind = Bind(job.id, task.uid, task.node)
+        (self.decisions.pipelined if pipelined else self.decisions.binds).append(bind)
+        self.decisions.reasons.pop(job.id, None)
+
+    def record_eviction(self, task: TaskInfo, job: JobInfo, reason: str) -> None:
+        self.decisions.evictions.append(Eviction(job.id, task.uid, task.node, reason))
+
+    # ---- reasons -------------------------------------------------------------------------------
+
+    def why(self, job: JobInfo, code: str, source: str, message: str) -> None:
+        """Record cheaply why ``job`` was not scheduled (the last few distinct reasons)."""
+        reasons = self.decisions.reasons.setdefault(job.id, [])
+        reason = Reason(code, source, message)
+        if reason not in reasons:
+            reasons.append(reason)
+            del reasons[:-MAX_REASONS]
+
+    def why_queue(self, queue: str, code: str, source: str, message: str) -> None:
+        self.decisions.queue_reasons[queue] = Reason(code, source, message)
+
+    # ---- lifecycle -----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Run the conf's actions in order, timing each."""
+        for name in self.conf.actions:
+            action = ACTIONS[name](self.conf.action_arguments(name))
+            t0 = perf_counter()
+            action.execute(self)
+            self.decisions.action_seconds[name] = self.decisions.action_seconds.get(name, 0.0) + perf_counter() - t0
+
+    def close(self) -> Decisions:
+        for plugin in self.plugins:
+            t0 = perf_counter()
+            plugin.on_session_close(self)
+            self.hooks.charge(plugin.name, perf_counter() - t0)
+        for task, status, node in self._journal.values():
+            task.status = status
+            task.node = node
+        self._journal.clear()
+        self.decisions.plugin_seconds = dict(self.hooks.seconds)
+        return self.decisions
+
+
+def open_session(conf: SchedulerConf, snapshot: Snapshot, clock: Clock) -> Session:
+    """Open a session: copy the nodes, build the queue tree, open every plugin of every tier."""
+    load_builtins()
+    return Session(conf, snapshot, clock)
+
+
+def close_session(ssn: Session) -> Decisions:
+    """Close the plugins, restore the tasks the session touched, and return its decisions."""
+    return ssn.close()

@@ -1,0 +1,13 @@
+"""Built-in plugins; importing this package registers them by name."""
+
+from policies.plugins import (  # noqa: F401
+    conformance,
+    drf,
+    fairshare,
+    gang,
+    nodeorder,
+    predicates,
+    priority,
+    proportion,
+    reservation,
+)

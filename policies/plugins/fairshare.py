@@ -1,0 +1,104 @@
+"""fairshare: HTCondor-style time-decayed fair share, hierarchical over the queue tree.
+
+Usage is one scalar (billing ``weights``, default 1 unit per cpu core; or ``dominantShare``).
+Each queue's slice of the capacity comes from a pie spin in proportion to 1/EUP among siblings,
+with guarantees first, caps and acceptSurplus as hard limits, level by level; within a leaf the
+tenants spin the leaf's slice the same way. Queues and tenants are served most-starved first
+(usage / slice). A slice limits allocation in the first pass; when the allocate action spins the
+pie again for leftovers (``session.surplus``), only caps and non-surplus quotas still limit.
+"""
+
+from __future__ import annotations
+
+from policies import resources as res
+from policies.framework.decisions import CAP, FAIR_SHARE
+from policies.framework.registry import register_plugin
+from policies.framework.session import Plugin, Session
+from policies.resources import EPS, Resources
+from policies.shares import RUP_FLOOR, Claim, divide_tree, effective_priority, pie_spin
+from policies.snapshot import ROOT, JobInfo, TaskInfo
+
+UNIT = "units"
+
+
+def ratio(used: float, slice_: float) -> float:
+    """How starved an entity is: usage over its slice (0 = nothing yet)."""
+    if slice_ > EPS:
+        return used / slice_
+    return float("inf") if used > EPS else 0.0
+
+
+@register_plugin
+class FairShare(Plugin):
+    name = "fairshare"
+
+    def on_session_open(self, ssn: Session) -> None:
+        weights = self.arguments.quantities("weights") or {"cpu": 1.0}
+        dominant = self.arguments.flag("dominantShare", False)
+        capacity = ssn.capacity
+
+        def units(r: Resources) -> float:
+            return res.dominant_share(r, capacity) if dominant else res.units(r, weights)
+
+        usage = ssn.usage
+        queues = {q: info for q, info in ssn.queues.items() if q != ROOT}
+        eup = {
+            q: effective_priority(usage.queue_rup.get(q, RUP_FLOOR), info.priority_factor, info.weight)
+            for q, info in queues.items()
+        }
+        limit = {}
+        claims = {}
+        for q, info in queues.items():
+            cap = units(info.cap) if info.cap is not None else float("inf")
+            if not info.accept_surplus:
+                cap = min(cap, units(info.guarantee))
+            limit[q] = cap
+            claims[q] = Claim(
+                1.0 / eup[q],
+                {UNIT: units(info.guarantee)},
+                None if cap == float("inf") else {UNIT: cap},
+                True,
+                {UNIT: units(ssn.requested.get(q, {}))},
+            )
+        slices = {q: s.get(UNIT, 0.0) for q, s in divide_tree({UNIT: units(capacity)}, claims, ssn.children).items()}
+        tenant_slices: dict[tuple[str, str], float] = {}
+        by_leaf: dict[str, list[str]] = {}
+        for queue, tenant in ssn.tenant_requested:
+            by_leaf.setdefault(queue, []).append(tenant)
+        for leaf, tenants in by_leaf.items():
+            spun = pie_spin(
+                slices.get(leaf, 0.0),
+                {t: units(ssn.tenant_requested[(leaf, t)]) for t in tenants},
+                {
+                    t: effective_priority(usage.tenant_rup.get(t, RUP_FLOOR), usage.tenant_factor.get(t, 1.0))
+                    for t in tenants
+                },
+            )
+            for t, got in spun.items():
+                tenant_slices[(leaf, t)] = got
+        self.slices = slices
+        self.tenant_slices = tenant_slices
+
+        def queue_order(queue: str) -> tuple[float, ...]:
+            return ssn.tree_key(queue, lambda q: ratio(units(ssn.allocated[q]), slices.get(q, 0.0)))
+
+        def tenant_order(queue: str, tenant: str) -> float:
+            key = (queue, tenant)
+            return ratio(units(ssn.tenant_allocated.get(key, {})), tenant_slices.get(key, 0.0))
+
+        def allocatable(task: TaskInfo, job: JobInfo) -> str | None:
+            need = units(task.resources)
+            for q in ssn.ancestry(job.queue):
+                used = units(ssn.allocated[q]) + need
+                if used > limit[q] + EPS:
+                    return f"{CAP}: queue {q} would exceed its quota ({limit[q]:g} units)"
+                if not ssn.surplus and used > slices.get(q, 0.0) + EPS:
+                    return f"{FAIR_SHARE}: queue {q} would exceed its fair share ({slices.get(q, 0.0):.4g} units)"
+            key = (job.queue, job.tenant)
+            if not ssn.surplus and units(ssn.tenant_allocated.get(key, {})) + need > tenant_slices.get(key, 0.0) + EPS:
+                return f"{FAIR_SHARE}: tenant {job.tenant} would exceed its fair share of {job.queue}"
+            return None
+
+        ssn.add_hook("queue_order", self.name, queue_order)
+        ssn.add_hook("tenant_order", self.name, tenant_order)
+        ssn.add_hook("allocatable", self.name, allocatable)

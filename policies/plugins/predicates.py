@@ -1,0 +1,34 @@
+"""predicates: static node constraints (cordon, selector labels, task larger than any node).
+
+Resource fit is the framework's own check (so no plugin can over-allocate a node); for a cluster
+the size check uses its largest node shape, so a task fits a cluster only if one node can hold it.
+"""
+
+from __future__ import annotations
+
+from policies import resources as res
+from policies.framework.decisions import CORDONED, LABELS, TOO_BIG
+from policies.framework.registry import register_plugin
+from policies.framework.session import Plugin, Session
+from policies.snapshot import JobInfo, NodeInfo, TaskInfo
+
+
+@register_plugin
+class Predicates(Plugin):
+    name = "predicates"
+
+    def on_session_open(self, ssn: Session) -> None:
+        largest = {n.name: n.largest_node() for n in ssn.nodes}
+
+        def predicate(task: TaskInfo, job: JobInfo, node: NodeInfo) -> str | None:
+            if node.unschedulable:
+                return CORDONED
+            labels = node.labels
+            for key, value in job.cluster_selector.items():
+                if labels.get(key) != value:
+                    return LABELS
+            if not res.fits(task.resources, largest[node.name]):
+                return TOO_BIG
+            return None
+
+        ssn.add_hook("predicate", self.name, predicate)

@@ -1,0 +1,92 @@
+"""proportion: each queue's deserved resources by water-filling over the queue tree.
+
+Deserved = weight-proportional division of the capacity, at least min(guarantee, request), at most
+min(cap, request), level by level (``policies.shares.divide_tree``), after Volcano's proportion
+plugin. A queue allocates only within its deserved share (and every ancestor's), enqueues only
+within its cap, and lends what it does not use: reclaim takes back only what a queue holds above
+its deserved share.
+"""
+
+from __future__ import annotations
+
+from policies import resources as res
+from policies.framework.decisions import CAP, OVERUSED
+from policies.framework.registry import register_plugin
+from policies.framework.session import Plugin, Session
+from policies.resources import EPS, Resources
+from policies.shares import Claim, divide_tree
+from policies.snapshot import ROOT, JobInfo, TaskInfo
+
+
+def share(allocated: Resources, deserved: Resources) -> float:
+    """Volcano's share: max over resources of allocated/deserved (x/0 counts as 1)."""
+    out = 0.0
+    for name, qty in allocated.items():
+        if qty <= EPS:
+            continue
+        want = deserved.get(name, 0.0)
+        out = max(out, qty / want if want > EPS else 1.0)
+    return out
+
+
+@register_plugin
+class Proportion(Plugin):
+    name = "proportion"
+
+    def on_session_open(self, ssn: Session) -> None:
+        claims = {
+            q: Claim(info.weight, info.guarantee, info.cap, info.accept_surplus, ssn.requested.get(q, {}))
+            for q, info in ssn.queues.items()
+            if q != ROOT
+        }
+        self.deserved = deserved = divide_tree(ssn.capacity, claims, ssn.children)
+        inqueue: dict[str, Resources] = {}
+
+        def queue_order(queue: str) -> tuple[float, ...]:
+            return ssn.tree_key(queue, lambda q: share(ssn.allocated[q], deserved[q]))
+
+        def overused(queue: str) -> str | None:
+            for q in ssn.ancestry(queue):
+                want, got = deserved[q], ssn.allocated[q]
+                if all(v <= got.get(r, 0.0) + EPS for r, v in want.items()):
+                    return f"queue {q or 'root'} holds {got}, its deserved share is {want}"
+            return None
+
+        def allocatable(task: TaskInfo, job: JobInfo) -> str | None:
+            for q in ssn.ancestry(job.queue):
+                want, got = deserved[q], ssn.allocated[q]
+                for r, qty in task.resources.items():
+                    if qty > 0 and got.get(r, 0.0) + qty > want.get(r, 0.0) + EPS:
+                        return f"{OVERUSED}: queue {q} would exceed its deserved {r} ({want.get(r, 0.0):g})"
+            return None
+
+        def job_enqueueable(job: JobInfo) -> str | None:
+            need = job.min_request()
+            for q in ssn.ancestry(job.queue):
+                cap = ssn.queues[q].cap
+                if cap is None:
+                    continue
+                future = res.add(res.add(ssn.allocated[q], inqueue.get(q, {})), need)
+                over = [r for r in cap if future.get(r, 0.0) > cap[r] + EPS]
+                if over:
+                    return f"{CAP}: queue {q} would exceed its cap in {', '.join(over)}"
+            for q in ssn.ancestry(job.queue):
+                res.iadd(inqueue.setdefault(q, {}), need)
+            return None
+
+        def reclaimable(_: TaskInfo, victims: list[TaskInfo]) -> list[TaskInfo]:
+            left: dict[str, Resources] = {}
+            allowed = []
+            for v in victims:
+                queue = ssn.jobs[v.job].queue
+                after = res.sub(left.get(queue, ssn.allocated[queue]), v.resources)
+                if all(after.get(r, 0.0) + EPS >= deserved[queue].get(r, 0.0) for r in v.resources):
+                    left[queue] = after
+                    allowed.append(v)
+            return allowed
+
+        ssn.add_hook("queue_order", self.name, queue_order)
+        ssn.add_hook("overused", self.name, overused)
+        ssn.add_hook("allocatable", self.name, allocatable)
+        ssn.add_hook("job_enqueueable", self.name, job_enqueueable)
+        ssn.add_hook("reclaimable", self.name, reclaimable)

@@ -1,0 +1,232 @@
+"""The snapshot a session works on: jobs, tasks, nodes (or clusters), queues and usage.
+
+Plain slotted dataclasses: the global level keeps 100,000 pending jobs in memory, so each object
+is compact and carries no derived state; sessions keep their own counters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from policies import resources as res
+from policies.resources import Resources
+
+ROOT = ""
+
+
+class TaskStatus(StrEnum):
+    """Volcano's task states."""
+
+    PENDING = "Pending"
+    ALLOCATED = "Allocated"
+    PIPELINED = "Pipelined"
+    BINDING = "Binding"
+    BOUND = "Bound"
+    RUNNING = "Running"
+    RELEASING = "Releasing"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+#: States whose resources are held on a node (Volcano's AllocatedStatus plus Releasing).
+OCCUPYING = frozenset(
+    {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.RELEASING}
+)
+#: States that count towards a gang being ready (Volcano's ReadyTaskNum).
+READY = frozenset(
+    {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED}
+)
+#: States a victim may be evicted from.
+EVICTABLE = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
+
+
+@dataclass(slots=True, eq=False)
+class TaskInfo:
+    job: str
+    name: str
+    index: int
+    resources: Resources
+    status: TaskStatus = TaskStatus.PENDING
+    node: str = ""
+    expected_end: float | None = None  # running tasks: start + walltime, for the backfill profile
+    start_time: float | None = None
+
+    @property
+    def uid(self) -> str:
+        return f"{self.job}/{self.name}-{self.index}"
+
+
+@dataclass(slots=True, eq=False)
+class JobInfo:
+    id: str
+    queue: str  # leaf queue path, e.g. "research.vision"
+    tenant: str = ""
+    priority: int = 0
+    submit_time: float = 0.0
+    min_available: int = 0  # 0 = all tasks (a full gang)
+    preemptible: bool = True
+    walltime: float | None = None
+    cluster_selector: dict[str, str] = field(default_factory=dict)
+    tasks: list[TaskInfo] = field(default_factory=list)
+    start_time: float | None = None
+    waiting_since: float | None = None  # None = submit_time; reset when a job is requeued
+
+    @property
+    def gang_size(self) -> int:
+        return self.min_available or len(self.tasks)
+
+    @property
+    def waiting_from(self) -> float:
+        return self.submit_time if self.waiting_since is None else self.waiting_since
+
+    def request(self) -> Resources:
+        """Resources of the tasks not yet placed."""
+        return res.total(t.resources for t in self.tasks if t.status == TaskStatus.PENDING)
+
+    def min_request(self) -> Resources:
+        """Resources of the smallest gang: what must be free for the job to start at all."""
+        ordered = sorted(self.tasks, key=lambda t: t.index)
+        return res.total(t.resources for t in ordered[: self.gang_size])
+
+
+@dataclass(slots=True, eq=False)
+class NodeShape:
+    """``count`` nodes of a cluster, each with ``allocatable`` and ``idle`` resources."""
+
+    allocatable: Resources
+    idle: Resources
+    count: int
+
+
+@dataclass(slots=True, eq=False)
+class NodeInfo:
+    """A node, or (with ``shapes``) a whole member cluster summarised by node shape.
+
+    For a cluster ``fits(req)`` means "some node of the cluster can hold it", and taking resources
+    takes them from one node of the best-fitting shape, so tasks of a gang are packed node by node.
+    """
+
+    name: str
+    allocatable: Resources
+    idle: Resources = field(default_factory=dict)
+    used: Resources = field(default_factory=dict)
+    releasing: Resources = field(default_factory=dict)
+    pipelined: Resources = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    unschedulable: bool = False
+    shapes: list[NodeShape] | None = None
+
+    def __post_init__(self) -> None:
+        if self.shapes is not None:
+            self.allocatable = res.total(res.scale(s.allocatable, s.count) for s in self.shapes)
+            self.idle = res.total(res.scale(s.idle, s.count) for s in self.shapes)
+            self.used = res.sub(self.allocatable, self.idle)
+        elif not self.idle:
+            self.idle = res.sub(self.allocatable, self.used)
+
+    def clone(self) -> NodeInfo:
+        shapes = None if self.shapes is None else [NodeShape(s.allocatable, dict(s.idle), s.count) for s in self.shapes]
+        node = NodeInfo(
+            self.name,
+            dict(self.allocatable),
+            dict(self.idle),
+            dict(self.used),
+            dict(self.releasing),
+            dict(self.pipelined),
+            self.labels,
+            self.unschedulable,
+            None,
+        )
+        node.shapes = shapes
+        return node
+
+    def fits(self, req: Resources) -> bool:
+        if self.shapes is None:
+            return res.fits(req, self.idle)
+        return res.fits(req, self.idle) and any(s.count > 0 and res.fits(req, s.idle) for s in self.shapes)
+
+    def fits_future(self, req: Resources) -> bool:
+        """Fits once the releasing resources are gone (Volcano's FutureIdle), net of pipelined work."""
+        future = res.sub(res.add(self.idle, self.releasing), self.pipelined)
+        return res.fits(req, future) and res.fits(req, self.largest_node())
+
+    def largest_node(self) -> Resources:
+        """The allocatable of the biggest node: a task larger than this can never run here."""
+        if self.shapes is None:
+            return self.allocatable
+        out: Resources = {}
+        for shape in self.shapes:
+            out = res.maximum(out, shape.allocatable)
+        return out
+
+    def take(self, req: Resources) -> tuple[int, int] | None:
+        """Take ``req`` from idle; for a cluster from the best-fitting shape. Returns the undo token."""
+        res.isub(self.idle, req)
+        res.iadd(self.used, req)
+        if self.shapes is None:
+            return None
+        best = -1
+        best_room = float("inf")
+        for i, shape in enumerate(self.shapes):
+            if shape.count > 0 and res.fits(req, shape.idle):
+                room = sum(shape.idle.values())
+                if room < best_room:
+                    best, best_room = i, room
+        if best < 0:
+            raise ValueError(f"no node of cluster {self.name} fits {req}")
+        src = self.shapes[best]
+        src.count -= 1
+        left = res.sub(src.idle, req)
+        for j, shape in enumerate(self.shapes):
+            if shape.allocatable == src.allocatable and shape.idle == left:
+                shape.count += 1
+                return best, j
+        self.shapes.append(NodeShape(src.allocatable, left, 1))
+        return best, len(self.shapes) - 1
+
+    def give(self, req: Resources, token: tuple[int, int] | None) -> None:
+        """Undo ``take``: the resources return to the very node shape they came from."""
+        res.iadd(self.idle, req)
+        res.isub(self.used, req)
+        if self.shapes is not None and token is not None:
+            self.shapes[token[1]].count -= 1
+            self.shapes[token[0]].count += 1
+
+
+@dataclass(slots=True, eq=False)
+class QueueInfo:
+    name: str  # path, "research.vision"; the root is ""
+    weight: float = 1.0
+    guarantee: Resources = field(default_factory=dict)
+    cap: Resources | None = None
+    accept_surplus: bool = True
+    priority_factor: float = 1.0
+    half_life: float | None = None
+    reclaimable: bool = True
+
+    @property
+    def parent(self) -> str | None:
+        if self.name == ROOT:
+            return None
+        return self.name.rsplit(".", 1)[0] if "." in self.name else ROOT
+
+
+@dataclass(slots=True)
+class Usage:
+    """Fair-share inputs at snapshot time: real user priorities and priority factors."""
+
+    queue_rup: dict[str, float] = field(default_factory=dict)
+    tenant_rup: dict[str, float] = field(default_factory=dict)
+    tenant_factor: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """What a session sees. ``jobs`` holds running jobs and (without ``pending``) pending ones."""
+
+    nodes: list[NodeInfo]
+    jobs: list[JobInfo] = field(default_factory=list)
+    queues: dict[str, QueueInfo] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    pending: object | None = None  # a policies.ordering.PendingIndex kept by the caller across cycles
