@@ -1,0 +1,73 @@
+"""Leader election on an etcd lease: one scheduler at a time, and a fence for every dispatch.
+
+The leader key holds the candidate's unique identity and is attached to its lease. A dispatch txn
+carries ``fence()`` (leader key value == my identity), so a deposed leader whose lease has run out
+cannot dispatch even if it has not noticed yet.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import structlog
+
+from federation import keys
+from federation.store import Compare, LeaseNotFound, Op, Store, StoreError
+
+log = structlog.get_logger("fedq.leader")
+
+
+class LeaderElection:
+    def __init__(self, store: Store, *, ttl: float = 5.0, identity: str | None = None) -> None:
+        self.store = store
+        self.ttl = ttl
+        self.identity = identity or uuid.uuid4().hex
+        self._lease: int | None = None
+
+    @property
+    def is_leader(self) -> bool:
+        return self._lease is not None
+
+    def fence(self) -> Compare:
+        return Compare.value(keys.LEADER, "==", self.identity.encode())
+
+    async def try_acquire(self) -> bool:
+        """Become leader if nobody is; keep leadership if already held. Returns whether we lead."""
+        if self._lease is not None:
+            return await self.renew()
+        lease = await self.store.grant(self.ttl)
+        result = await self.store.txn(
+            [Compare.missing(keys.LEADER)], [Op.put(keys.LEADER, self.identity.encode(), lease=lease)], []
+        )
+        if not result.succeeded:
+            await self._revoke_quietly(lease)
+            return False
+        self._lease = lease
+        log.info("became leader", identity=self.identity)
+        return True
+
+    async def renew(self) -> bool:
+        """Keep the lease alive; False (and no longer leader) if it has expired meanwhile."""
+        if self._lease is None:
+            return False
+        try:
+            await self.store.keepalive(self._lease)
+            holder = await self.store.get(keys.LEADER)
+        except (LeaseNotFound, StoreError):
+            holder = None
+        if holder is None or holder.value != self.identity.encode():
+            log.warning("lost leadership", identity=self.identity)
+            self._lease = None
+            return False
+        return True
+
+    async def resign(self) -> None:
+        if self._lease is not None:
+            await self._revoke_quietly(self._lease)
+            self._lease = None
+
+    async def _revoke_quietly(self, lease: int) -> None:
+        try:
+            await self.store.revoke(lease)
+        except (LeaseNotFound, StoreError):
+            pass
