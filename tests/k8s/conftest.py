@@ -1,0 +1,99 @@
+"""Fixtures for the Kubernetes backend's tests: a stub API server per test and backends bound to it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from member_agent.backends.kubernetes import KubernetesBackend
+from policies.clock import ManualClock
+from tests.k8s.stub_api import ApiError, StubApiServer
+
+MakeBackend = Callable[..., KubernetesBackend]
+
+
+@pytest.fixture
+def stub() -> Iterator[StubApiServer]:
+    server = StubApiServer().start()
+    yield server
+    server.stop()
+    assert server.errors == [], "the stub API server failed on a request"
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(1_700_000_000.0)
+
+
+def stub_api_client(stub: StubApiServer) -> client.ApiClient:
+    configuration = client.Configuration()
+    configuration.host = stub.url
+    return client.ApiClient(configuration)
+
+
+@pytest.fixture
+def make_backend(stub: StubApiServer, clock: ManualClock) -> Iterator[MakeBackend]:
+    """Backends on the stub, each with an ApiClient of its own; all closed at teardown."""
+    opened: list[tuple[KubernetesBackend | None, client.ApiClient]] = []
+
+    def make(**settings: Any) -> KubernetesBackend:
+        api = stub_api_client(stub)
+        opened.append((None, api))
+        backend = KubernetesBackend(api, clock=clock, **settings)
+        opened[-1] = (backend, api)
+        return backend
+
+    yield make
+    for backend, api in opened:
+        if backend is not None:
+            backend.close()
+        api.close()
+
+
+class StubCluster:
+    """The scenarios' driver for the stub: the test plays the kubelet."""
+
+    timeout = 10.0
+
+    def __init__(self, stub: StubApiServer, make: MakeBackend) -> None:
+        self.stub = stub
+        self._make = make
+
+    def make_backend(self, **settings: Any) -> KubernetesBackend:
+        return self._make(**settings)
+
+    def pick_nodes(self, backend: KubernetesBackend, count: int) -> list[str]:
+        names = sorted(v.name for v in backend.nodes() if not v.unschedulable)
+        return [names[i % len(names)] for i in range(count)]
+
+    def run(self, pod: str) -> None:
+        self.stub.start_pod(pod)
+
+    def exit(self, pod: str, code: int) -> None:
+        self.stub.finish_pod(pod, code)
+
+    def terminate(self, pod: str) -> None:
+        self.stub.finish_termination(pod)
+
+    def occupy(self, node: str, name: str, requests: dict[str, str]) -> None:
+        self.stub.add_pod("default", name, node=node, requests=requests)
+
+    def precreate(self, name: str) -> None:
+        self.stub.add_pod(self.stub.job_namespace, name, phase="Pending")
+
+    def pod(self, name: str) -> dict[str, Any] | None:
+        try:
+            return self.stub.pod(name)
+        except ApiError:
+            return None
+
+
+@pytest.fixture
+def cluster(stub: StubApiServer, make_backend: MakeBackend) -> StubCluster:
+    """Three 8-core nodes on the stub."""
+    for name in ("node-a", "node-b", "node-c"):
+        stub.add_node(name, cpu="8", memory="32Gi")
+    return StubCluster(stub, make_backend)

@@ -1,0 +1,214 @@
+"""The acceptance scenarios, written once and run against the stub API server and against a real cluster.
+
+A scenario talks to the backend only through the Backend protocol and to the cluster through a
+``Cluster`` driver: against the stub the driver plays the kubelet (starts pods, ends them with an exit
+code, finishes graceful deletions); against a real cluster the kubelet does that and the driver's kubelet
+steps do nothing, because the pods' own commands exit with the code the scenario expects.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import pytest
+
+from member_agent.backends.base import LaunchError, TaskLaunch, TaskPhase, TaskStatus
+from member_agent.backends.k8s_pods import pod_name
+from member_agent.backends.kubernetes import KubernetesBackend
+
+SLEEP_FOREVER = ("sh", "-c", "sleep 3600")
+
+
+class Cluster(Protocol):
+    timeout: float  # how long a pod may take to reach a state (image pulls on a real cluster)
+
+    def make_backend(self, **settings: Any) -> KubernetesBackend: ...
+
+    def pick_nodes(self, backend: KubernetesBackend, count: int) -> list[str]: ...
+
+    def run(self, pod: str) -> None:
+        """The kubelet starts the pod's container."""
+
+    def exit(self, pod: str, code: int) -> None:
+        """The pod's container exits with ``code``."""
+
+    def terminate(self, pod: str) -> None:
+        """The kubelet finishes a graceful deletion."""
+
+    def occupy(self, node: str, name: str, requests: dict[str, str]) -> None:
+        """A pod fedq does not manage starts on ``node`` with these requests."""
+
+    def precreate(self, name: str) -> None:
+        """A pod named ``name`` already exists in the job namespace."""
+
+    def pod(self, name: str) -> dict[str, Any] | None:
+        """The pod as the API server has it (camelCase dict), or None."""
+
+
+def new_job_id() -> str:
+    return f"job-{uuid.uuid4().hex[:8]}"
+
+
+def gang(
+    job_id: str,
+    nodes: Sequence[str],
+    *,
+    epoch: int = 1,
+    command: tuple[str, ...] = SLEEP_FOREVER,
+    resources: dict[str, float] | None = None,
+    walltime: float | None = None,
+) -> list[TaskLaunch]:
+    return [
+        TaskLaunch(
+            job_id=job_id,
+            task_name="worker",
+            index=i,
+            epoch=epoch,
+            node=node,
+            resources=resources if resources is not None else {"cpu": 0.1, "memory": 32 * 2**20},
+            command=command,
+            env={"SCENARIO": "yes"},
+            walltime=walltime,
+        )
+        for i, node in enumerate(nodes)
+    ]
+
+
+def name_of(task: TaskLaunch) -> str:
+    return pod_name(task.job_id, task.task_name, task.index, task.epoch)
+
+
+def collect(backend: KubernetesBackend, done: Callable[[list[TaskStatus]], bool], timeout: float) -> list[TaskStatus]:
+    """poll() until ``done(everything so far)``, waking on the backend's change signal, within ``timeout``."""
+    got: list[TaskStatus] = []
+    deadline = time.monotonic() + timeout
+    while not done(got):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            pytest.fail(f"timed out after {timeout}s; statuses so far: {got}")
+        backend.wait_for_changes(remaining)
+        got += backend.poll()
+    return got
+
+
+def phases(statuses: Sequence[TaskStatus], phase: TaskPhase) -> list[TaskStatus]:
+    return [s for s in statuses if s.phase is phase]
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    """For server-side conditions the backend cannot signal (a real cluster's state)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.05)
+
+
+def settle(cluster: Cluster, backend: KubernetesBackend) -> None:
+    """A barrier: pod events come in one ordered watch, so once a marker pod shows on its node in
+    ``nodes()``, every pod event before it has been processed."""
+    (node,) = cluster.pick_nodes(backend, 1)
+
+    def pods_on_node() -> float:
+        return next(v for v in backend.nodes() if v.name == node).used.get("pods", 0.0)
+
+    before = pods_on_node()
+    cluster.occupy(node, f"marker-{uuid.uuid4().hex[:6]}", {"cpu": "1m"})
+    assert backend.wait_until(lambda: pods_on_node() > before, cluster.timeout), "marker pod never arrived"
+
+
+# -- the scenarios ---------------------------------------------------------------------------------------
+
+
+def gang_binds_all(cluster: Cluster) -> None:
+    """A 3-task gang: three pods, each bound to the node its task names, reported PENDING then RUNNING."""
+    backend = cluster.make_backend()
+    nodes = cluster.pick_nodes(backend, 3)
+    tasks = gang(new_job_id(), nodes)
+    backend.launch(tasks)
+    for task in tasks:
+        pod = cluster.pod(name_of(task))
+        assert pod is not None and pod["spec"]["nodeName"] == task.node
+        assert pod["spec"]["schedulerName"] == "fedq"
+    first = collect(backend, lambda got: len(got) >= 3, cluster.timeout)
+    assert {(s.index, s.node) for s in first} == {(t.index, t.node) for t in tasks}
+    for task in tasks:
+        cluster.run(name_of(task))
+    running = collect(backend, lambda got: len(phases(got, TaskPhase.RUNNING)) == 3, cluster.timeout)
+    assert {s.index for s in phases(running, TaskPhase.RUNNING)} == {0, 1, 2}
+    backend.kill(tasks[0].job_id)
+
+
+def gang_rolls_back(cluster: Cluster) -> None:
+    """The third pod cannot be created: the first two are deleted, nothing is reported, LaunchError."""
+    backend = cluster.make_backend()
+    tasks = gang(new_job_id(), cluster.pick_nodes(backend, 3))
+    cluster.precreate(name_of(tasks[2]))
+    with pytest.raises(LaunchError, match="409"):
+        backend.launch(tasks)
+    wait_for(lambda: all(cluster.pod(name_of(t)) is None for t in tasks[:2]), cluster.timeout, "rollback deletes")
+    assert cluster.pod(name_of(tasks[2])) is not None, "the pod that was there before must not be touched"
+    settle(cluster, backend)
+    assert backend.poll() == []
+    assert backend.tasks() == []
+
+
+def exit_code_reported(cluster: Cluster) -> None:
+    """A pod whose container exits with 3 reports FAILED with exit code 3."""
+    backend = cluster.make_backend()
+    (task,) = gang(new_job_id(), cluster.pick_nodes(backend, 1), command=("sh", "-c", "exit 3"))
+    backend.launch([task])
+    cluster.run(name_of(task))
+    cluster.exit(name_of(task), 3)
+    got = collect(backend, lambda got: any(s.phase.terminal for s in got), cluster.timeout)
+    final = got[-1]
+    assert (final.phase, final.exit_code, final.task_id) == (TaskPhase.FAILED, 3, task.task_id)
+    assert len([s for s in got if s.phase.terminal]) == 1
+
+
+def cancel_deletes_pods(cluster: Cluster) -> None:
+    """kill() deletes the job's pods with the grace period; each task ends KILLED once, with the reason."""
+    backend = cluster.make_backend(kill_grace_seconds=5)
+    tasks = gang(new_job_id(), cluster.pick_nodes(backend, 2))
+    backend.launch(tasks)
+    for task in tasks:
+        cluster.run(name_of(task))
+    collect(backend, lambda got: len(phases(got, TaskPhase.RUNNING)) == 2, cluster.timeout)
+    backend.kill(tasks[0].job_id, reason="cancelled")
+    for task in tasks:
+        pod = cluster.pod(name_of(task))
+        assert pod is None or pod["metadata"].get("deletionTimestamp"), "kill must delete the pod"
+        cluster.terminate(name_of(task))
+    got = collect(backend, lambda got: len(phases(got, TaskPhase.KILLED)) == 2, cluster.timeout + 10)
+    assert all(s.reason == "cancelled" for s in got) and len(got) == 2
+    wait_for(lambda: all(cluster.pod(name_of(t)) is None for t in tasks), cluster.timeout, "pods to go")
+
+
+def foreign_pods_use_capacity(cluster: Cluster) -> None:
+    """A pod fedq does not manage takes its requests out of its node's free capacity."""
+    backend = cluster.make_backend()
+    (node,) = cluster.pick_nodes(backend, 1)
+
+    def used_cpu() -> float:
+        view = next(v for v in backend.nodes() if v.name == node)
+        return view.used.get("cpu", 0.0)
+
+    before = used_cpu()
+    cluster.occupy(node, f"other-{uuid.uuid4().hex[:6]}", {"cpu": "250m", "memory": "64Mi"})
+    assert backend.wait_until(lambda: abs(used_cpu() - before - 0.25) < 1e-9, cluster.timeout), (
+        f"cpu used on {node} stayed {used_cpu()} (was {before})"
+    )
+    view = next(v for v in backend.nodes() if v.name == node)
+    assert view.free()["cpu"] == pytest.approx(view.allocatable["cpu"] - before - 0.25)
+
+
+SCENARIOS: list[Callable[[Cluster], None]] = [
+    gang_binds_all,
+    gang_rolls_back,
+    exit_code_reported,
+    cancel_deletes_pods,
+    foreign_pods_use_capacity,
+]
