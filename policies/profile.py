@@ -124,7 +124,8 @@ class ReservationBook:
             if not whole and total >= count:
                 picked: dict[str, int] = {}
                 need = count
-                for name, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+                # Nodes busy now first: leave what is free now to backfill (EASY's "extra nodes").
+                for name, n in sorted(counts.items(), key=lambda kv: (self.profiles[kv[0]].count(req, self.now, self.now), -kv[1])):
                     if need <= 0:
                         break
                     if n > 0:
@@ -140,6 +141,6 @@ class ReservationBook:
         for name, n in nodes.items():
             self.profiles[name].add(start, end, req, -float(n))
             self.reserved_nodes.add(name)
-        booked = Reservation(job, dict(nodes), start, end)
+        booked = Reservation(job, dict(nodes), start, end, dict(req))
         self.reservations.append(booked)
         return booked

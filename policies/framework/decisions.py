@@ -55,6 +55,7 @@ class Reservation:
     nodes: dict[str, int]  # node (or cluster) -> tasks it holds for the job
     start: float
     end: float
+    per_task: dict[str, float]  # resources held for each of those tasks
 
 
 @dataclass(slots=True)
