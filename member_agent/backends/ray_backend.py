@@ -1,0 +1,334 @@
+"""The Ray backend: each task is a command run by its own named, detached ``TaskRunner`` actor.
+
+- Launch reserves the gang's resources in one detached placement group, each bundle pinned to its
+  task's node by the ``ray.io/node-id`` label, and waits (bounded) until all of it is reserved, so a
+  gang starts together or not at all. Tasks that request nothing need no reservation and are pinned
+  with a hard node affinity instead.
+- Actors are named ``fedq-{job}-{epoch}-{task}-{index}`` in the ``fedq`` namespace and outlive the
+  agent: a backend in a new process lists them, adopts them and can kill them (fencing after an
+  agent restart). A finished run's actor keeps its final state, and its resources, until ``poll``
+  has reported it; then the actor is killed and its placement group removed.
+- ``nodes`` reads Ray's own views: totals from ``ray.nodes()``, availability per node from Ray's
+  developer API; used = total - available, placement-group reservations included.
+
+Not thread-safe: the agent calls it from one worker thread.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import ray
+import ray.cloudpickle
+from ray import PlacementGroupID
+from ray._private.state import available_resources_per_node
+from ray.exceptions import RayError
+from ray.util.placement_group import PlacementGroup, placement_group, placement_group_table, remove_placement_group
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy, PlacementGroupSchedulingStrategy
+
+from member_agent.backends import ray_runner
+from member_agent.backends.base import LaunchError, NodeView, TaskLaunch, TaskPhase, TaskStatus
+from member_agent.backends.ray_resources import RayRequest, from_ray, to_ray
+from member_agent.backends.ray_runner import RunInfo, RunState, TaskRunner
+from policies.clock import Clock, SystemClock
+
+NAMESPACE = "fedq"
+PREFIX = "fedq-"
+NODE_ID_LABEL = "ray.io/node-id"
+_RPC_TIMEOUT = 10.0
+
+# Ship the runner by value: the cluster's workers need not have fedq installed.
+ray.cloudpickle.register_pickle_by_value(ray_runner)
+_RemoteRunner = ray.remote(TaskRunner)
+
+
+def run_name(job_id: str, epoch: int, task_name: str, index: int) -> str:
+    """The actor name of one run: unique per (task, epoch), so a run cannot be started twice."""
+    return f"{PREFIX}{job_id}-{epoch}-{task_name}-{index}"
+
+
+@dataclass
+class _Run:
+    handle: Any
+    status: TaskStatus
+    placement_group: str  # hex id, "" when the run reserved nothing
+    wait_ref: Any = None  # the pending ``wait`` call while the run is not finished
+
+
+class RayBackend:
+    """The ``Backend`` protocol over a real Ray cluster; see the module docstring."""
+
+    name = "ray"
+
+    def __init__(
+        self,
+        address: str | None = None,
+        clock: Clock | None = None,
+        log_tail_lines: int = 20,
+        launch_timeout: float = 30.0,
+        stop_grace: float = 5.0,
+    ) -> None:
+        self._clock = clock or SystemClock()
+        self._log_tail_lines = log_tail_lines
+        self._launch_timeout = launch_timeout
+        self._stop_grace = stop_grace
+        self._owns_ray = not ray.is_initialized()
+        if self._owns_ray:
+            ray.init(address=address, namespace=NAMESPACE, include_dashboard=False, log_to_driver=False)
+        self._runs: dict[str, _Run] = {}
+        self._waiting: dict[Any, str] = {}  # pending ``wait`` ref -> run name
+        self._group_members: dict[str, set[str]] = {}  # placement group hex id -> unfinished run names
+        self._events: list[TaskStatus] = []
+        self._adopt()
+
+    def nodes(self) -> list[NodeView]:
+        available = available_resources_per_node()
+        views = []
+        for node in ray.nodes():
+            if not node.get("Alive"):
+                continue
+            node_id = node["NodeID"]
+            total = from_ray(node.get("Resources", {}))
+            free = from_ray(available.get(node_id, {}))
+            views.append(
+                NodeView(
+                    name=node_id,
+                    allocatable=total,
+                    used={r: max(0.0, amount - free.get(r, 0.0)) for r, amount in total.items()},
+                    labels={**node.get("Labels", {}), NODE_ID_LABEL: node_id},
+                )
+            )
+        return views
+
+    def launch(self, gang: Sequence[TaskLaunch]) -> None:
+        requests = self._check_gang(gang)
+        reserved = [i for i, request in enumerate(requests) if request.bundle()]
+        group: PlacementGroup | None = None
+        handles: list[Any] = []
+        try:
+            if reserved:
+                group = self._reserve(gang, requests, reserved)
+            bundle_of = {task: bundle for bundle, task in enumerate(reserved)}
+            for i, launch in enumerate(gang):
+                strategy: Any = (
+                    PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=bundle_of[i])
+                    if group is not None and i in bundle_of
+                    else NodeAffinitySchedulingStrategy(launch.node, soft=False)
+                )
+                handles.append(self._create_actor(launch, requests[i], strategy, group))
+            states: list[RunState] = ray.get([h.status.remote() for h in handles], timeout=self._launch_timeout)
+        except (RayError, ValueError) as exc:
+            self._undo(handles, group)
+            raise LaunchError(f"gang {gang[0].job_id} epoch {gang[0].epoch} did not start: {exc}") from exc
+        for handle, state in zip(handles, states, strict=True):
+            self._events.append(self._track(handle, state))
+
+    def kill(self, job_id: str, epoch: int | None = None, reason: str = "cancelled") -> None:
+        self._adopt()
+        names = [
+            name
+            for name, run in self._runs.items()
+            if run.status.job_id == job_id
+            and (epoch is None or run.status.epoch == epoch)
+            and not run.status.phase.terminal
+        ]
+        stops = {name: self._runs[name].handle.stop.remote(reason) for name in names}
+        for name, ref in stops.items():
+            try:
+                final = status_of(ray.get(ref, timeout=2 * self._stop_grace + _RPC_TIMEOUT))
+            except RayError:
+                final = replace(self._runs[name].status, phase=TaskPhase.KILLED, reason=reason)
+            if final.finished_at is None:
+                final = replace(final, finished_at=self._clock.now())
+            self._finish(name, final)
+
+    def poll(self) -> list[TaskStatus]:
+        if self._waiting:
+            ready, _ = ray.wait(list(self._waiting), num_returns=len(self._waiting), timeout=0)
+            finished = [self._collect(ref) for ref in ready]
+            for name, status in sorted(finished, key=lambda item: item[1].finished_at or 0.0):
+                self._finish(name, status)
+        events, self._events = self._events, []
+        return events
+
+    def tasks(self) -> list[TaskStatus]:
+        self._adopt()
+        return [run.status for run in self._runs.values()]
+
+    def close(self) -> None:
+        """Disconnect; runs keep going (a restarted agent adopts them). Shuts Ray down only if we started it."""
+        self._waiting.clear()
+        if self._owns_ray:
+            ray.shutdown()
+
+    def _check_gang(self, gang: Sequence[TaskLaunch]) -> list[RayRequest]:
+        """Refuse what can never start (unknown node, no command, over the node's size) before reserving."""
+        if not gang:
+            raise LaunchError("empty gang")
+        totals = {node.name: node.allocatable for node in self.nodes()}
+        demand: dict[str, dict[str, float]] = defaultdict(dict)
+        names: set[str] = set()
+        for launch in gang:
+            name = run_name(launch.job_id, launch.epoch, launch.task_name, launch.index)
+            if name in names or name in self._runs:
+                raise LaunchError(f"task {launch.task_id} epoch {launch.epoch} was already launched")
+            names.add(name)
+            if not launch.command:
+                raise LaunchError(f"task {launch.task_id} has no command")
+            if launch.node not in totals:
+                raise LaunchError(f"unknown or dead Ray node {launch.node!r} for task {launch.task_id}")
+            for resource, amount in launch.resources.items():
+                demand[launch.node][resource] = demand[launch.node].get(resource, 0.0) + amount
+        for node, request in demand.items():
+            too_big = {r: q for r, q in request.items() if q > 0 and q > totals[node].get(r, 0.0) + 1e-9}
+            if too_big:
+                raise LaunchError(f"gang asks node {node} for {too_big}, more than it has")
+        return [to_ray(launch.resources) for launch in gang]
+
+    def _reserve(self, gang: Sequence[TaskLaunch], requests: list[RayRequest], reserved: list[int]) -> PlacementGroup:
+        """One placement group for the gang, each bundle on its task's node; removed if not placed in time."""
+        first = gang[0]
+        group = placement_group(
+            [requests[i].bundle() for i in reserved],
+            strategy="PACK",
+            name=run_name(first.job_id, first.epoch, first.task_name, first.index),
+            lifetime="detached",
+            bundle_label_selector=[{NODE_ID_LABEL: gang[i].node} for i in reserved],
+        )
+        ready, _ = ray.wait([group.ready()], timeout=self._launch_timeout)
+        if not ready:
+            remove_placement_group(group)
+            raise LaunchError(
+                f"gang {first.job_id} epoch {first.epoch}: resources not free on its nodes "
+                f"within {self._launch_timeout:g}s"
+            )
+        return group
+
+    def _create_actor(
+        self, launch: TaskLaunch, request: RayRequest, strategy: Any, group: PlacementGroup | None
+    ) -> Any:
+        info: RunInfo = {
+            "job_id": launch.job_id,
+            "task_name": launch.task_name,
+            "index": launch.index,
+            "epoch": launch.epoch,
+            "node": launch.node,
+            "placement_group": group.id.hex() if group is not None else "",
+        }
+        return _RemoteRunner.options(  # type: ignore[attr-defined]
+            name=run_name(launch.job_id, launch.epoch, launch.task_name, launch.index),
+            namespace=NAMESPACE,
+            lifetime="detached",
+            max_concurrency=4,
+            max_restarts=0,
+            num_cpus=request.num_cpus,
+            num_gpus=request.num_gpus,
+            memory=request.memory or None,
+            resources=request.custom,
+            scheduling_strategy=strategy,
+        ).remote(info, list(launch.command), dict(launch.env), launch.walltime, self._log_tail_lines, self._stop_grace)
+
+    def _undo(self, handles: list[Any], group: PlacementGroup | None) -> None:
+        """Stop whatever of a failed launch did start, then drop its actors and its reservation."""
+        stops = [handle.stop.remote("launch failed") for handle in handles]
+        if stops:
+            ray.wait(stops, num_returns=len(stops), timeout=self._stop_grace + _RPC_TIMEOUT)
+        for handle in handles:
+            ray.kill(handle, no_restart=True)
+        if group is not None:
+            remove_placement_group(group)
+
+    def _track(self, handle: Any, state: RunState) -> TaskStatus:
+        """Start watching a run: one pending ``wait`` call that resolves when its process ends."""
+        info = state["info"]
+        name = run_name(info["job_id"], info["epoch"], info["task_name"], info["index"])
+        wait_ref = handle.wait.remote()
+        run = _Run(handle, status_of(state), info["placement_group"], wait_ref)
+        self._runs[name] = run
+        self._waiting[wait_ref] = name
+        if run.placement_group:
+            self._group_members.setdefault(run.placement_group, set()).add(name)
+        return run.status
+
+    def _collect(self, ref: Any) -> tuple[str, TaskStatus]:
+        name = self._waiting.pop(ref)
+        try:
+            return name, status_of(ray.get(ref))
+        except RayError as exc:
+            lost = replace(
+                self._runs[name].status,
+                phase=TaskPhase.FAILED,
+                reason=f"lost: the task's Ray actor died ({type(exc).__name__})",
+                finished_at=self._clock.now(),
+            )
+            return name, lost
+
+    def _finish(self, name: str, status: TaskStatus) -> None:
+        """Record a run's final status, then free what it held: its actor and, once the gang is done, the group."""
+        run = self._runs[name]
+        run.status = status
+        self._events.append(status)
+        if run.wait_ref is not None:
+            self._waiting.pop(run.wait_ref, None)
+            run.wait_ref = None
+        ray.kill(run.handle, no_restart=True)
+        members = self._group_members.get(run.placement_group)
+        if members is not None:
+            members.discard(name)
+            if not members:
+                del self._group_members[run.placement_group]
+                remove_placement_group(PlacementGroup(PlacementGroupID.from_hex(run.placement_group)))
+
+    def _adopt(self) -> None:
+        """Take over runs started by other backend instances, and drop reservations no run holds."""
+        names = [
+            entry["name"]
+            for entry in ray.util.list_named_actors(all_namespaces=True)
+            if entry["namespace"] == NAMESPACE and entry["name"].startswith(PREFIX) and entry["name"] not in self._runs
+        ]
+        handles = {}
+        for name in names:
+            try:
+                handles[name] = ray.get_actor(name, namespace=NAMESPACE)
+            except ValueError:
+                continue  # finished and removed since it was listed
+        for handle, state in _answers(handles.values(), "status", _RPC_TIMEOUT):
+            self._track(handle, state)
+        for group_id, entry in placement_group_table().items():
+            if entry["name"].startswith(PREFIX) and entry["state"] != "REMOVED" and group_id not in self._group_members:
+                remove_placement_group(PlacementGroup(PlacementGroupID.from_hex(group_id)))
+
+
+def status_of(state: RunState) -> TaskStatus:
+    info = state["info"]
+    return TaskStatus(
+        job_id=info["job_id"],
+        task_name=info["task_name"],
+        index=info["index"],
+        epoch=info["epoch"],
+        phase=TaskPhase(state["phase"]),
+        node=info["node"],
+        exit_code=state["exit_code"],
+        reason=state["reason"],
+        log_tail=state["log_tail"],
+        started_at=state["started_at"],
+        finished_at=state["finished_at"],
+    )
+
+
+def _answers(handles: Iterable[Any], method: str, timeout: float) -> list[tuple[Any, Any]]:
+    """Call ``method`` on every actor at once; keep the answers that came back in time, without error."""
+    calls = {getattr(handle, method).remote(): handle for handle in handles}
+    if not calls:
+        return []
+    ready, _ = ray.wait(list(calls), num_returns=len(calls), timeout=timeout)
+    answers = []
+    for ref in ready:
+        try:
+            answers.append((calls[ref], ray.get(ref)))
+        except RayError:
+            continue
+    return answers

@@ -1,0 +1,163 @@
+"""The worker side of the Ray backend: one detached actor per task, owning the task's process.
+
+The command runs in its own session (process group), so stopping it — on kill, or when the walltime
+is up — signals the whole group, and whatever the command left behind is killed when it exits. The
+actor outlives the process and keeps its final state until the backend has collected it: an agent
+restarted in a new process finds the actor by name and still learns how the run ended.
+
+Only the standard library is used here and states are plain dicts, so the class can be shipped to a
+cluster whose workers do not have fedq installed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from typing import Any, TypedDict
+
+_MAX_LINE = 4096
+_READER_JOIN = 2.0
+
+
+class RunInfo(TypedDict):
+    """Who the run is: enough for a backend that did not launch it to adopt it."""
+
+    job_id: str
+    task_name: str
+    index: int
+    epoch: int
+    node: str
+    placement_group: str
+
+
+class RunState(TypedDict):
+    """Where the run is; ``phase`` uses ``TaskPhase`` values."""
+
+    info: RunInfo
+    phase: str
+    exit_code: int | None
+    reason: str
+    log_tail: str
+    started_at: float | None
+    finished_at: float | None
+
+
+class TaskRunner:
+    """Runs one command, enforces its walltime, reports its state and stops it on request."""
+
+    def __init__(
+        self,
+        info: RunInfo,
+        command: list[str],
+        env: dict[str, str],
+        walltime: float | None,
+        log_tail_lines: int,
+        stop_grace: float,
+    ) -> None:
+        self._info = info
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._tail: deque[str] = deque(maxlen=max(log_tail_lines, 0))
+        self._stop_grace = stop_grace
+        self._stop_reason = ""
+        self._reaped = False
+        self._state: RunState = {
+            "info": info,
+            "phase": "Running",
+            "exit_code": None,
+            "reason": "",
+            "log_tail": "",
+            "started_at": time.time(),
+            "finished_at": None,
+        }
+        try:
+            self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
+                command,
+                env={**os.environ, **env},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            self._proc = None
+            self._tail.append(f"cannot start {command[0]!r}: {exc}")
+            self._end("Failed", 127, "start failed")
+            return
+        self._reader = threading.Thread(target=self._read_output, daemon=True)
+        self._reader.start()
+        threading.Thread(target=self._monitor, daemon=True).start()
+        if walltime is not None:
+            timer = threading.Timer(walltime, self.stop, args=("walltime",))
+            timer.daemon = True
+            timer.start()
+
+    def status(self) -> RunState:
+        with self._lock:
+            return self._snapshot()
+
+    def wait(self) -> RunState:
+        """Returns once the process has ended: the backend keeps one call pending per run."""
+        self._done.wait()
+        return self.status()
+
+    def stop(self, reason: str) -> RunState:
+        """SIGTERM the process group, SIGKILL it after the grace period; the run ends KILLED."""
+        with self._lock:
+            if not self._reaped and not self._stop_reason:
+                self._stop_reason = reason
+                self._signal_group(signal.SIGTERM)
+        if not self._done.wait(self._stop_grace):
+            with self._lock:
+                self._signal_group(signal.SIGKILL)
+            self._done.wait(self._stop_grace)
+        return self.status()
+
+    def _monitor(self) -> None:
+        assert self._proc is not None
+        pid = self._proc.pid
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        with self._lock:
+            # The leader is a zombie until reaped, so its group id cannot have been reused yet.
+            self._signal_group(signal.SIGKILL)
+            code = self._proc.wait()
+            self._reaped = True
+        self._reader.join(_READER_JOIN)
+        with self._lock:
+            if self._stop_reason:
+                self._end("Killed", code, self._stop_reason)
+            elif code == 0:
+                self._end("Succeeded", 0, "")
+            else:
+                self._end("Failed", code, f"killed by signal {-code}" if code < 0 else f"exit code {code}")
+
+    def _read_output(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        stdout = self._proc.stdout
+        while raw := stdout.readline(_MAX_LINE):
+            line = raw.decode(errors="replace").rstrip("\n")
+            with self._lock:
+                self._tail.append(line)
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        if self._proc is None or self._reaped:
+            return
+        try:
+            os.killpg(self._proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def _end(self, phase: str, exit_code: int | None, reason: str) -> None:
+        state = self._state
+        state["phase"], state["exit_code"], state["reason"] = phase, exit_code, reason
+        state["finished_at"] = time.time()
+        self._done.set()
+
+    def _snapshot(self) -> RunState:
+        state: dict[str, Any] = dict(self._state)
+        state["log_tail"] = "\n".join(self._tail)
+        return state  # type: ignore[return-value]

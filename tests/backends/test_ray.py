@@ -1,0 +1,246 @@
+"""The Ray backend against a real local Ray (2 CPUs): commands, exit codes, gangs, kill, walltime, adoption."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import ray
+from ray.util.placement_group import placement_group_table
+
+from member_agent.backends.base import Backend, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskStatus
+from member_agent.backends.ray_backend import NAMESPACE, NODE_ID_LABEL, PREFIX, RayBackend
+
+pytestmark = pytest.mark.ray
+
+DEADLINE = 20.0
+
+
+def leftovers() -> tuple[list[str], list[str]]:
+    """fedq actors still named, and fedq placement groups not removed, in the shared Ray."""
+    actors = [
+        a["name"]
+        for a in ray.util.list_named_actors(all_namespaces=True)
+        if a["namespace"] == NAMESPACE and a["name"].startswith(PREFIX)
+    ]
+    groups = [
+        g["name"] for g in placement_group_table().values() if g["name"].startswith(PREFIX) and g["state"] != "REMOVED"
+    ]
+    return actors, groups
+
+
+def eventually(condition: Callable[[], bool], what: str, timeout: float = DEADLINE) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {timeout}s: {what}")
+        time.sleep(0.05)
+
+
+def poll_until(
+    backend: RayBackend, done: Callable[[list[TaskStatus]], bool], timeout: float = DEADLINE
+) -> list[TaskStatus]:
+    """Poll, collecting every event, until ``done`` holds for what has been collected."""
+    events: list[TaskStatus] = []
+
+    def collected() -> bool:
+        events.extend(backend.poll())
+        return done(events)
+
+    eventually(collected, "expected task events", timeout)
+    return events
+
+
+def terminal(events: list[TaskStatus], count: int = 1) -> bool:
+    return sum(e.phase.terminal for e in events) >= count
+
+
+def alive(pid: int) -> bool:
+    """A zombie counts as gone: it runs nothing and only waits to be reaped."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+@pytest.fixture
+def backend(ray_cluster: None) -> Iterator[RayBackend]:
+    """A backend on the shared Ray; afterwards every run is killed and nothing of fedq may be left in Ray."""
+    instance = RayBackend(launch_timeout=3.0, stop_grace=1.0)
+    yield instance
+    for status in instance.tasks():
+        if not status.phase.terminal:
+            instance.kill(status.job_id)
+    eventually(lambda: not instance.poll() and leftovers() == ([], []), "fedq actors and groups cleaned up")
+    instance.close()
+
+
+@pytest.fixture
+def node(backend: RayBackend) -> NodeView:
+    [only] = backend.nodes()
+    return only
+
+
+def task(
+    node: NodeView, job: str, command: list[str], *, index: int = 0, cpu: float = 1.0, **extra: object
+) -> TaskLaunch:
+    resources = {"cpu": cpu} if cpu else {}
+    return TaskLaunch(job, "main", index, 1, node.name, resources, tuple(command), **extra)  # type: ignore[arg-type]
+
+
+def python(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+def test_speaks_the_backend_protocol(backend: RayBackend) -> None:
+    assert isinstance(backend, Backend)
+
+
+def test_nodes_report_rays_cpus_and_what_a_running_task_uses(
+    backend: RayBackend, node: NodeView, tmp_path: Path
+) -> None:
+    assert node.allocatable["cpu"] == 2.0 and node.allocatable["memory"] > 0
+    assert node.labels[NODE_ID_LABEL] == node.name
+    assert not any(":" in name or "_group_" in name for name in node.allocatable)
+    eventually(lambda: backend.nodes()[0].used.get("cpu") == 0.0, "an idle node")
+
+    backend.launch([task(node, "hold", ["sleep", "60"])])
+    eventually(lambda: backend.nodes()[0].used.get("cpu") == 1.0, "one cpu used while the task runs")
+    backend.kill("hold")
+    backend.poll()
+    eventually(lambda: backend.nodes()[0].used.get("cpu") == 0.0, "the cpu freed after the kill")
+
+
+def test_command_runs_with_its_env_and_exit_0_is_succeeded(backend: RayBackend, node: NodeView, tmp_path: Path) -> None:
+    out = tmp_path / "out.txt"
+    code = f"import os, pathlib; pathlib.Path({str(out)!r}).write_text(os.environ['GREETING'])"
+    backend.launch([task(node, "ok", python(code), env={"GREETING": "hello from ray"})])
+    events = poll_until(backend, terminal)
+    assert [e.phase for e in events] == [TaskPhase.RUNNING, TaskPhase.SUCCEEDED]
+    done = events[-1]
+    assert (done.job_id, done.exit_code, done.node) == ("ok", 0, node.name)
+    assert done.started_at is not None and done.finished_at is not None and done.finished_at >= done.started_at
+    assert out.read_text() == "hello from ray"
+
+
+def test_a_task_without_resources_runs_pinned_to_its_node(backend: RayBackend, node: NodeView) -> None:
+    backend.launch([task(node, "free", ["sh", "-c", "echo no reservation"], cpu=0)])
+    done = poll_until(backend, terminal)[-1]
+    assert (done.phase, done.log_tail) == (TaskPhase.SUCCEEDED, "no reservation")
+
+
+def test_nonzero_exit_is_failed_with_the_code_and_the_last_lines(backend: RayBackend, node: NodeView) -> None:
+    backend.launch([task(node, "bad", ["sh", "-c", "seq 1 30; echo oops >&2; exit 3"])])
+    done = poll_until(backend, terminal)[-1]
+    assert (done.phase, done.exit_code) == (TaskPhase.FAILED, 3)
+    assert done.log_tail.splitlines() == [str(i) for i in range(12, 31)] + ["oops"]
+
+
+def test_a_missing_program_fails_the_task_not_the_launch(backend: RayBackend, node: NodeView) -> None:
+    backend.launch([task(node, "typo", ["/nonexistent/fedq-program"])])
+    done = poll_until(backend, terminal)[-1]
+    assert (done.phase, done.exit_code) == (TaskPhase.FAILED, 127)
+    assert "/nonexistent/fedq-program" in done.log_tail
+
+
+def test_a_gang_starts_together(backend: RayBackend, node: NodeView, tmp_path: Path) -> None:
+    """Each member marks its start, then waits for the other's mark: both succeed only if both ran at once."""
+    code = (
+        "import pathlib, sys, time\n"
+        f"d = pathlib.Path({str(tmp_path)!r}); me, other = sys.argv[1], sys.argv[2]\n"
+        "(d / me).write_text(str(time.time()))\n"
+        "deadline = time.time() + 15\n"
+        "while not (d / other).exists():\n"
+        "    if time.time() > deadline: sys.exit(1)\n"
+        "    time.sleep(0.02)\n"
+    )
+    gang = [
+        task(node, "pair", python(code) + ["a", "b"], index=0),
+        task(node, "pair", python(code) + ["b", "a"], index=1),
+    ]
+    backend.launch(gang)
+    events = poll_until(backend, lambda ev: terminal(ev, 2))
+    assert sorted((e.index, e.phase) for e in events if e.phase.terminal) == [
+        (0, TaskPhase.SUCCEEDED),
+        (1, TaskPhase.SUCCEEDED),
+    ]
+    assert {e.index for e in events if e.phase is TaskPhase.RUNNING} == {0, 1}
+
+
+def test_a_gang_bigger_than_the_node_is_refused_and_leaves_nothing(backend: RayBackend, node: NodeView) -> None:
+    gang = [task(node, "huge", ["sleep", "60"], index=i) for i in range(3)]
+    with pytest.raises(LaunchError, match="more than it has"):
+        backend.launch(gang)
+    assert backend.tasks() == [] and backend.poll() == []
+    assert leftovers() == ([], [])
+
+
+def test_a_gang_whose_resources_stay_busy_times_out_and_leaves_nothing(backend: RayBackend, node: NodeView) -> None:
+    backend.launch([task(node, "busy", ["sleep", "60"])])
+    gang = [task(node, "waits", ["sleep", "60"], index=i) for i in range(2)]
+    started = time.monotonic()
+    with pytest.raises(LaunchError, match="not free"):
+        backend.launch(gang)
+    assert time.monotonic() - started < 3.0 + 5.0
+    assert [s.job_id for s in backend.tasks()] == ["busy"]
+    actors, groups = leftovers()
+    assert len(actors) == 1 and len(groups) == 1 and "waits" not in actors[0] + groups[0]
+
+
+def test_kill_stops_the_whole_process_group(backend: RayBackend, node: NodeView, tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    script = f"sleep 300 & echo $$ $! > {pids}.tmp; mv {pids}.tmp {pids}; wait"
+    backend.launch([task(node, "victim", ["sh", "-c", script])])
+    eventually(pids.exists, "the task wrote its pids")
+    shell, child = (int(p) for p in pids.read_text().split())
+    assert alive(shell) and alive(child)
+
+    backend.kill("victim", reason="preempted")
+    [killed] = [s for s in backend.poll() if s.phase.terminal]
+    assert (killed.phase, killed.reason) == (TaskPhase.KILLED, "preempted")
+    eventually(lambda: not alive(shell) and not alive(child), "shell and its child gone")
+    assert [s.phase for s in backend.tasks()] == [TaskPhase.KILLED]
+
+
+def test_walltime_kills_an_overrunning_task(backend: RayBackend, node: NodeView) -> None:
+    backend.launch([task(node, "slow", ["sh", "-c", "echo started; exec sleep 60"], walltime=1.0)])
+    done = poll_until(backend, terminal)[-1]
+    assert (done.phase, done.reason, done.log_tail) == (TaskPhase.KILLED, "walltime", "started")
+    assert done.finished_at is not None and done.started_at is not None
+    assert 1.0 <= done.finished_at - done.started_at < 10.0
+
+
+def test_a_second_backend_adopts_and_can_kill_the_first_ones_runs(
+    backend: RayBackend, node: NodeView, tmp_path: Path
+) -> None:
+    """What a restarted agent does to fence a stale run: find it by name in Ray, then kill it."""
+    pid_file = tmp_path / "pid"
+    backend.launch(
+        [task(node, "stale", ["sh", "-c", f"echo $$ > {pid_file}.tmp; mv {pid_file}.tmp {pid_file}; exec sleep 300"])]
+    )
+    eventually(pid_file.exists, "the task wrote its pid")
+    pid = int(pid_file.read_text())
+
+    restarted = RayBackend(stop_grace=1.0)
+    [seen] = restarted.tasks()
+    assert (seen.job_id, seen.epoch, seen.index, seen.phase, seen.node) == ("stale", 1, 0, TaskPhase.RUNNING, node.name)
+    restarted.kill("stale", epoch=1, reason="fenced")
+    [fenced] = [s for s in restarted.poll() if s.phase.terminal]
+    assert (fenced.phase, fenced.reason) == (TaskPhase.KILLED, "fenced")
+    eventually(lambda: not alive(pid), "the stale process gone")
+    assert terminal(poll_until(backend, terminal))
+    restarted.close()
+
+
+def test_a_run_is_launched_at_most_once_per_epoch(backend: RayBackend, node: NodeView) -> None:
+    backend.launch([task(node, "once", ["sleep", "60"])])
+    with pytest.raises(LaunchError, match="already launched"):
+        backend.launch([task(node, "once", ["sleep", "60"])])
+    with pytest.raises(LaunchError, match="unknown or dead"):
+        backend.launch([TaskLaunch("lost", "main", 0, 1, "no-such-node", {"cpu": 1.0}, ("true",))])
+    with pytest.raises(LaunchError, match="no command"):
+        backend.launch([TaskLaunch("empty", "main", 0, 1, node.name, {"cpu": 1.0})])
