@@ -77,7 +77,11 @@ def local_world(rng: random.Random, tasks: int = 10_000, nodes: int = 1_000, que
         )
         made += n
         j += 1
-    qs = {f"q{a}.leaf{a * 10 + b}": QueueInfo(f"q{a}.leaf{a * 10 + b}", weight=1 + b % 3) for a in range(5) for b in range(10)}
+    qs = {
+        f"q{a}.leaf{a * 10 + b}": QueueInfo(f"q{a}.leaf{a * 10 + b}", weight=1 + b % 3)
+        for a in range(5)
+        for b in range(10)
+    }
     return Snapshot(node_list, jobs, qs)
 
 
@@ -110,13 +114,28 @@ def global_world(rng: random.Random, pending: int, clusters: int = 100) -> tuple
         nodes.append(NodeInfo(f"cluster-{c}", {}, shapes=shapes, labels={"region": ["eu", "us"][c % 2]}))
         for k in range(50):
             jid = f"run-{c}-{k}"
-            task = TaskInfo(jid, "w", 0, {"cpu": 32.0, "memory": 64 * GI}, TaskStatus.RUNNING, f"cluster-{c}", NOW + rng.uniform(60, 7200), NOW - 60)
+            task = TaskInfo(
+                jid,
+                "w",
+                0,
+                {"cpu": 32.0, "memory": 64 * GI},
+                TaskStatus.RUNNING,
+                f"cluster-{c}",
+                NOW + rng.uniform(60, 7200),
+                NOW - 60,
+            )
             running.append(JobInfo(jid, f"top{k % 20}.leaf{k % 200}", f"tenant-{k}", tasks=[task], start_time=NOW - 60))
     index = PendingIndex()
     for j in range(pending):
         jid = f"pend-{j}"
         n = rng.choice([1, 1, 1, 2, 4])
-        req = rng.choice([{"cpu": 4.0, "memory": 16 * GI}, {"cpu": 16.0, "memory": 64 * GI}, {"cpu": 8.0, "memory": 32 * GI, "nvidia.com/gpu": 1.0}])
+        req = rng.choice(
+            [
+                {"cpu": 4.0, "memory": 16 * GI},
+                {"cpu": 16.0, "memory": 64 * GI},
+                {"cpu": 8.0, "memory": 32 * GI, "nvidia.com/gpu": 1.0},
+            ]
+        )
         index.add(
             JobInfo(
                 jid,
@@ -171,13 +190,17 @@ def main() -> int:
     args = parser.parse_args()
     ok = True
     cycle, alloc, binds = bench_local(args.runs)
-    print(f"local  session cycle (enqueue, allocate, preempt, backfill), 10,000 tasks x 1,000 nodes: median {cycle:.3f} s")
+    print(
+        f"local  session cycle (enqueue, allocate, preempt, backfill), 10,000 tasks x 1,000 nodes: median {cycle:.3f} s"
+    )
     print(f"local  allocate action alone: median {alloc:.3f} s   target <= 1 s   ({binds} tasks bound)")
     ok &= cycle <= 1.0
     gcycle, build, change, dispatched = bench_global(args.runs, args.pending)
     print(f"global index build, {args.pending:,} pending jobs: {build:.2f} s (once; then incremental)")
     print(f"global one job's change to the index (remove + add): {change * 1e6:.1f} us")
-    print(f"global cycle, {args.pending:,} pending, 200 queues, 1,000 tenants, 100 clusters: median {gcycle * 1000:.0f} ms   target <= 250 ms   ({dispatched} jobs placed)")
+    print(
+        f"global cycle, {args.pending:,} pending, 200 queues, 1,000 tenants, 100 clusters: median {gcycle * 1000:.0f} ms   target <= 250 ms   ({dispatched} jobs placed)"
+    )
     ok &= gcycle <= 0.25
     return 0 if ok else 1
 

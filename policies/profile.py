@@ -75,23 +75,39 @@ class ReservationBook:
         """``idle``: free per node now; ``ends``: (node, time, resources) a running task frees."""
         self.now = now
         self.profiles = {name: TimeProfile(now, free) for name, free in idle.items()}
+        by_node: dict[str, list[tuple[float, Resources]]] = {}
         for node, t, amount in ends:
             if node in self.profiles and t < INF:
-                self.profiles[node].add(max(t, now), INF, amount)
+                by_node.setdefault(node, []).append((max(t, now), amount))
+        for node, steps in by_node.items():
+            profile = self.profiles[node]
+            steps.sort(key=lambda step: step[0])
+            for t, amount in steps:
+                if t > profile.times[-1]:
+                    profile.times.append(t)
+                    profile.free.append(dict(profile.free[-1]))
+                res.iadd(profile.free[-1], amount)
         self.reserved_nodes: set[str] = set()
         self.reservations: list[Reservation] = []
+        self._later: dict[str, list[tuple[float, float, Resources, float]]] = {}
 
     def consume(self, node: str, amount: Resources, t0: float, t1: float, times: float = 1.0) -> None:
-        """A task starts on ``node`` now (times=1) or is rolled back (times=-1)."""
-        profile = self.profiles.get(node)
-        if profile is not None:
-            profile.add(t0, t1, amount, -times)
+        """A task starts on ``node`` now (times=1) or is rolled back (times=-1). Applied when the
+        node's profile is next read: most nodes never are, once they hold no reservation."""
+        if node in self.profiles:
+            self._later.setdefault(node, []).append((t0, t1, amount, -times))
+
+    def profile(self, node: str) -> TimeProfile:
+        profile = self.profiles[node]
+        for t0, t1, amount, times in self._later.pop(node, ()):
+            profile.add(t0, t1, amount, times)
+        return profile
 
     def allows(self, node: str, req: Resources, start: float, walltime: float | None) -> bool:
         if node not in self.reserved_nodes:
             return True
         end = start + (walltime if walltime is not None else INF)
-        return res.fits(req, self.profiles[node].min_free(start, end))
+        return res.fits(req, self.profile(node).min_free(start, end))
 
     def earliest(
         self, nodes: Sequence[str], req: Resources, count: int, walltime: float | None, whole: bool
@@ -103,7 +119,7 @@ class ReservationBook:
         span = walltime if walltime is not None else INF
         events: list[tuple[float, str]] = []
         for name in nodes:
-            events.extend((t, name) for t in self.profiles[name].times if t >= self.now)
+            events.extend((t, name) for t in self.profile(name).times if t >= self.now)
         events.sort()
         dipped = [n for n in nodes if n in self.reserved_nodes]
         counts: dict[str, int] = {}
@@ -125,7 +141,9 @@ class ReservationBook:
                 picked: dict[str, int] = {}
                 need = count
                 # Nodes busy now first: leave what is free now to backfill (EASY's "extra nodes").
-                for name, n in sorted(counts.items(), key=lambda kv: (self.profiles[kv[0]].count(req, self.now, self.now), -kv[1])):
+                for name, n in sorted(
+                    counts.items(), key=lambda kv: (self.profiles[kv[0]].count(req, self.now, self.now), -kv[1])
+                ):
                     if need <= 0:
                         break
                     if n > 0:
@@ -139,7 +157,7 @@ class ReservationBook:
     ) -> Reservation:
         end = start + (walltime if walltime is not None else INF)
         for name, n in nodes.items():
-            self.profiles[name].add(start, end, req, -float(n))
+            self.profile(name).add(start, end, req, -float(n))
             self.reserved_nodes.add(name)
         booked = Reservation(job, dict(nodes), start, end, dict(req))
         self.reservations.append(booked)

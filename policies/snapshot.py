@@ -146,6 +146,27 @@ class NodeInfo:
             return res.fits(req, self.idle)
         return res.fits(req, self.idle) and any(s.count > 0 and res.fits(req, s.idle) for s in self.shapes)
 
+    def packs(self, reqs: list[Resources]) -> bool:
+        """Whether all of ``reqs`` fit at once (on a cluster: each on some node, packed best-fit
+        as ``take`` would), without changing anything."""
+        if not res.fits(res.total(reqs), self.idle):
+            return False
+        if self.shapes is None:
+            return True
+        free = [(dict(s.idle), s.count) for s in self.shapes if s.count > 0]
+        for req in sorted(reqs, key=lambda r: -sum(r.values())):
+            best = min(
+                (i for i, (idle, count) in enumerate(free) if count > 0 and res.fits(req, idle)),
+                key=lambda i: sum(free[i][0].values()),
+                default=-1,
+            )
+            if best < 0:
+                return False
+            idle, count = free[best]
+            free[best] = (idle, count - 1)
+            free.append((res.sub(idle, req), 1))
+        return True
+
     def fits_future(self, req: Resources) -> bool:
         """Fits once the releasing resources are gone (Volcano's FutureIdle), net of pipelined work."""
         future = res.sub(res.add(self.idle, self.releasing), self.pipelined)

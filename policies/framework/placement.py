@@ -170,24 +170,21 @@ class Placer:
         if not tasks:
             return False
         need = res.total(t.resources for t in tasks)
+        if not self._allowed(TaskInfo(job.id, "*", -1, need), job):
+            return False
+        reqs = [t.resources for t in tasks]
         largest = max(tasks, key=lambda t: sum(t.resources.values()))
         for node in self.candidates(largest, job):
-            if not res.fits(need, node.idle):
+            if not node.packs(reqs):
+                continue
+            if any(ssn.predicate(t, job, node) is not None for t in tasks if t is not largest):
                 continue
             if ssn.book is not None and not ssn.book.allows(node.name, need, ssn.now, job.walltime):
                 ssn.why(job, RESERVATION, "backfill", f"starting on {node.name} now would delay a reservation")
                 continue
-            mark = stmt.mark()
             for task in tasks:
-                if not self._allowed(task, job):
-                    stmt.rollback_to(mark)
-                    return False
-                if ssn.predicate(task, job, node) is not None or not node.fits(task.resources):
-                    stmt.rollback_to(mark)
-                    break
                 stmt.allocate(task, job, node)
-            else:
-                return True
+            return True
         code, message = self.explain(largest, job)
         ssn.why(job, code, "allocate", message if code != INSUFFICIENT else f"no cluster has room for {need}")
         return False

@@ -124,18 +124,31 @@ class Session:
                 if info.parent is not None:
                     self.children.setdefault(info.parent, []).append(path)
                 path = info.parent
+        leaf_held: dict[str, Resources] = {}
+        leaf_want: dict[str, Resources] = {}
         for job in self.jobs.values():
-            held = res.total(t.resources for t in job.tasks if t.status in OCCUPYING)
-            self._add_up(self.allocated, job.queue, held)
-            res.iadd(self.tenant_allocated.setdefault((job.queue, job.tenant), {}), held)
-            want = res.add(held, job.request())
-            self._add_up(self.requested, job.queue, want)
-            res.iadd(self.tenant_requested.setdefault((job.queue, job.tenant), {}), want)
+            held: Resources = {}
+            want: Resources = {}
+            for t in job.tasks:
+                if t.status in OCCUPYING:
+                    res.iadd(held, t.resources)
+                elif t.status == TaskStatus.PENDING:
+                    res.iadd(want, t.resources)
+            res.iadd(want, held)
+            lane = (job.queue, job.tenant)
+            res.iadd(leaf_held.setdefault(job.queue, {}), held)
+            res.iadd(leaf_want.setdefault(job.queue, {}), want)
+            res.iadd(self.tenant_allocated.setdefault(lane, {}), held)
+            res.iadd(self.tenant_requested.setdefault(lane, {}), want)
         if self.index is not None:
             for lane in self.index.lanes():
                 want = self.index.lane_request(lane)
-                self._add_up(self.requested, lane[0], want)
+                res.iadd(leaf_want.setdefault(lane[0], {}), want)
                 res.iadd(self.tenant_requested.setdefault(lane, {}), want)
+        for queue, held in leaf_held.items():
+            self._add_up(self.allocated, queue, held)
+        for queue, want in leaf_want.items():
+            self._add_up(self.requested, queue, want)
 
     def ancestry(self, queue: str) -> list[str]:
         """The queue and its ancestors up to (not including) the root, leaf first."""
