@@ -199,7 +199,8 @@ def main() -> int:
     print(f"global index build, {args.pending:,} pending jobs: {build:.2f} s (once; then incremental)")
     print(f"global one job's change to the index (remove + add): {change * 1e6:.1f} us")
     print(
-        f"global cycle, {args.pending:,} pending, 200 queues, 1,000 tenants, 100 clusters: median {gcycle * 1000:.0f} ms   target <= 250 ms   ({dispatched} jobs placed)"
+        f"global cycle, {args.pending:,} pending, 200 queues, 1,000 tenants, 100 clusters: "
+        f"median {gcycle * 1000:.0f} ms   target <= 250 ms   ({dispatched} jobs placed)"
     )
     ok &= gcycle <= 0.25
     return 0 if ok else 1
