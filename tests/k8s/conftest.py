@@ -13,6 +13,7 @@ from policies.clock import ManualClock
 from tests.k8s.stub_api import ApiError, StubApiServer
 
 MakeBackend = Callable[..., KubernetesBackend]
+MARKER_NODE = "marker"
 
 
 @pytest.fixture
@@ -61,6 +62,7 @@ class StubCluster:
     def __init__(self, stub: StubApiServer, make: MakeBackend) -> None:
         self.stub = stub
         self._make = make
+        self._markers = 0
 
     def make_backend(self, **settings: Any) -> KubernetesBackend:
         return self._make(**settings)
@@ -90,10 +92,23 @@ class StubCluster:
         except ApiError:
             return None
 
+    def settle(self, backend: KubernetesBackend) -> None:
+        """A barrier: pod events arrive in one ordered watch, so once the next marker pod shows on the
+        marker node (which nothing else uses), every pod event before it has been processed."""
+        self._markers += 1
+        self.stub.add_pod("default", f"marker-{self._markers}", node=MARKER_NODE)
+
+        def arrived() -> bool:
+            view = next(v for v in backend.nodes() if v.name == MARKER_NODE)
+            return view.used.get("pods") == self._markers
+
+        assert backend.wait_until(arrived, self.timeout), "the marker pod never reached the backend"
+
 
 @pytest.fixture
 def cluster(stub: StubApiServer, make_backend: MakeBackend) -> StubCluster:
-    """Three 8-core nodes on the stub."""
+    """Three 8-core nodes on the stub, and a cordoned one that only settle()'s markers use."""
     for name in ("node-a", "node-b", "node-c"):
         stub.add_node(name, cpu="8", memory="32Gi")
+    stub.add_node(MARKER_NODE, unschedulable=True)
     return StubCluster(stub, make_backend)

@@ -47,6 +47,9 @@ class Cluster(Protocol):
     def pod(self, name: str) -> dict[str, Any] | None:
         """The pod as the API server has it (camelCase dict), or None."""
 
+    def settle(self, backend: KubernetesBackend) -> None:
+        """Return once the backend has processed every pod event the server sent before this call."""
+
 
 def new_job_id() -> str:
     return f"job-{uuid.uuid4().hex[:8]}"
@@ -107,19 +110,6 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
-def settle(cluster: Cluster, backend: KubernetesBackend) -> None:
-    """A barrier: pod events come in one ordered watch, so once a marker pod shows on its node in
-    ``nodes()``, every pod event before it has been processed."""
-    (node,) = cluster.pick_nodes(backend, 1)
-
-    def pods_on_node() -> float:
-        return next(v for v in backend.nodes() if v.name == node).used.get("pods", 0.0)
-
-    before = pods_on_node()
-    cluster.occupy(node, f"marker-{uuid.uuid4().hex[:6]}", {"cpu": "1m"})
-    assert backend.wait_until(lambda: pods_on_node() > before, cluster.timeout), "marker pod never arrived"
-
-
 # -- the scenarios ---------------------------------------------------------------------------------------
 
 
@@ -151,7 +141,7 @@ def gang_rolls_back(cluster: Cluster) -> None:
         backend.launch(tasks)
     wait_for(lambda: all(cluster.pod(name_of(t)) is None for t in tasks[:2]), cluster.timeout, "rollback deletes")
     assert cluster.pod(name_of(tasks[2])) is not None, "the pod that was there before must not be touched"
-    settle(cluster, backend)
+    cluster.settle(backend)
     assert backend.poll() == []
     assert backend.tasks() == []
 

@@ -76,6 +76,7 @@ class _Failure:
     code: int
     reason: str
     times: int
+    watch: bool
 
 
 @dataclass
@@ -130,6 +131,7 @@ class StubApiServer:
         self._expire_gen = 0
         self._drop_gen = 0
         self._bookmark_gen = 0
+        self._bookmarks_sent: dict[str, int] = {}
         self._failures: list[_Failure] = []
         self._snapshots: dict[str, tuple[int, list[dict[str, Any]]]] = {}
         self._watches: list[tuple[str, str]] = []  # (resource, resourceVersion asked for), in order
@@ -329,21 +331,25 @@ class StubApiServer:
 
     # -- what tests do: the API server's own behaviour ------------------------------------------------
 
-    def fail_next(self, method: str, path: str, code: int, reason: str = "Conflict", times: int = 1) -> None:
-        """The next ``times`` requests matching ``method`` and the ``path`` regex get this error."""
+    def fail_next(
+        self, method: str, path: str, code: int, reason: str = "Conflict", *, times: int = 1, watch: bool = False
+    ) -> None:
+        """The next ``times`` requests matching ``method``, the ``path`` regex and ``watch`` get this error."""
         with self._cond:
-            self._failures.append(_Failure(method, re.compile(path), code, reason, times))
+            self._failures.append(_Failure(method, re.compile(path), code, reason, times, watch))
 
     @contextmanager
-    def gap(self) -> Iterator[None]:
-        """Changes made inside never reach open watches: history is compacted past them (watchers get 410)."""
+    def hold(self, compact: bool = False) -> Iterator[None]:
+        """Open watches deliver nothing made inside until the block ends; with ``compact`` they never
+        do: history is compacted past those changes, so the watchers get 410 Gone and must list again."""
         with self._cond:
             self._held = True
         try:
             yield
         finally:
             with self._cond:
-                self._compacted = self._rv
+                if compact:
+                    self._compacted = self._rv
                 self._held = False
                 self._cond.notify_all()
 
@@ -360,12 +366,16 @@ class StubApiServer:
             self._drop_gen += 1
             self._cond.notify_all()
 
-    def bookmark(self) -> None:
-        """Open watches that asked for bookmarks get one at the current resourceVersion."""
+    def bookmark(self, resource: str, timeout: float = 10.0) -> str:
+        """Open watches of ``resource`` that asked for bookmarks get one; returns its resourceVersion
+        once sent (so a drop that follows cannot overtake it)."""
         with self._cond:
             self._rv += 1  # as if other kinds changed: a bookmark moves the resume point past them
             self._bookmark_gen += 1
             self._cond.notify_all()
+            sent = self._cond.wait_for(lambda: self._bookmarks_sent.get(resource) == self._bookmark_gen, timeout)
+            assert sent, f"no open {resource} watch took the bookmark"
+            return str(self._rv)
 
     # -- what tests read ------------------------------------------------------------------------------
 
@@ -428,7 +438,9 @@ class StubApiServer:
     def _inject_failure(self, request: Request) -> None:
         with self._cond:
             for failure in self._failures:
-                if failure.method == request.method and failure.path.search(request.path) and failure.times > 0:
+                watching = request.query.get("watch") in ("true", "1")
+                matches = failure.method == request.method and failure.path.search(request.path)
+                if matches and failure.watch == watching and failure.times > 0:
                     failure.times -= 1
                     raise ApiError(failure.code, failure.reason, f"injected {failure.code} for {request.path}")
 
@@ -571,6 +583,8 @@ class StubApiServer:
             return [{"type": e.type, "object": e.obj} for e in pending], False
         if watch.bookmarks and self._bookmark_gen != watch.bookmark_gen:
             watch.bookmark_gen = self._bookmark_gen
+            self._bookmarks_sent[watch.resource] = self._bookmark_gen
+            self._cond.notify_all()
             watch.pos = self._rv
             kind = _MODELS[watch.resource].__name__[2:]
             mark = {"kind": kind, "apiVersion": "v1", "metadata": {"resourceVersion": str(watch.pos)}}
