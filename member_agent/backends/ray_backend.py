@@ -6,8 +6,10 @@
   with a hard node affinity instead.
 - Actors are named ``fedq-{job}-{epoch}-{task}-{index}`` in the ``fedq`` namespace and outlive the
   agent: a backend in a new process lists them, adopts them and can kill them (fencing after an
-  agent restart). A finished run's actor keeps its final state, and its resources, until ``poll``
-  has reported it; then the actor is killed and its placement group removed.
+  agent restart). A finished run's actor keeps its final state, and its resources, until the backend
+  sees it end; then the actor is killed and, once its whole gang is done, the placement group removed.
+  After ``poll`` has handed out a run's final status the backend forgets the run, so a long-lived
+  agent does not accumulate them; ``tasks`` lists the live runs and the ended, not yet polled ones.
 - ``nodes`` reads Ray's own views: totals from ``ray.nodes()``, availability per node from Ray's
   developer API; used = total - available, placement-group reservations included.
 
@@ -83,6 +85,7 @@ class RayBackend:
         self._group_members: dict[str, set[str]] = {}  # placement group hex id -> unfinished run names
         self._events: list[TaskStatus] = []
         self._adopt()
+        self._drop_orphan_groups()
 
     def nodes(self) -> list[NodeView]:
         available = available_resources_per_node()
@@ -146,16 +149,17 @@ class RayBackend:
             self._finish(name, final)
 
     def poll(self) -> list[TaskStatus]:
-        if self._waiting:
-            ready, _ = ray.wait(list(self._waiting), num_returns=len(self._waiting), timeout=0)
-            finished = [self._collect(ref) for ref in ready]
-            for name, status in sorted(finished, key=lambda item: item[1].finished_at or 0.0):
-                self._finish(name, status)
+        self._collect_finished()
         events, self._events = self._events, []
+        for status in events:
+            if status.phase.terminal:
+                self._runs.pop(run_name(status.job_id, status.epoch, status.task_name, status.index), None)
         return events
 
     def tasks(self) -> list[TaskStatus]:
         self._adopt()
+        self._drop_orphan_groups()
+        self._collect_finished()
         return [run.status for run in self._runs.values()]
 
     def close(self) -> None:
@@ -253,6 +257,15 @@ class RayBackend:
             self._group_members.setdefault(run.placement_group, set()).add(name)
         return run.status
 
+    def _collect_finished(self) -> None:
+        """Without blocking, finish every run whose process has ended, in the order they ended."""
+        if not self._waiting:
+            return
+        ready, _ = ray.wait(list(self._waiting), num_returns=len(self._waiting), timeout=0)
+        finished = [self._collect(ref) for ref in ready]
+        for name, status in sorted(finished, key=lambda item: item[1].finished_at or 0.0):
+            self._finish(name, status)
+
     def _collect(self, ref: Any) -> tuple[str, TaskStatus]:
         name = self._waiting.pop(ref)
         try:
@@ -283,7 +296,7 @@ class RayBackend:
                 remove_placement_group(PlacementGroup(PlacementGroupID.from_hex(run.placement_group)))
 
     def _adopt(self) -> None:
-        """Take over runs started by other backend instances, and drop reservations no run holds."""
+        """Take over the runs in Ray this instance does not know: started by an earlier agent process."""
         names = [
             entry["name"]
             for entry in ray.util.list_named_actors(all_namespaces=True)
@@ -297,6 +310,9 @@ class RayBackend:
                 continue  # finished and removed since it was listed
         for handle, state in _answers(handles.values(), "status", _RPC_TIMEOUT):
             self._track(handle, state)
+
+    def _drop_orphan_groups(self) -> None:
+        """Remove fedq reservations no run holds: left by an agent that died between reserving and starting."""
         for group_id, entry in placement_group_table().items():
             if entry["name"].startswith(PREFIX) and entry["state"] != "REMOVED" and group_id not in self._group_members:
                 remove_placement_group(PlacementGroup(PlacementGroupID.from_hex(group_id)))
