@@ -1,7 +1,7 @@
 """gang: a job starts with at least minAvailable tasks or not at all.
 
 ``preemptMode``: ``down-to-min`` (default) lets victims be taken from a gang only while it keeps
-minAvailable running tasks; ``whole`` offers any task, and the evicting action then takes the
+minAvailable running tasks (a single-task job may go, as in Volcano); ``whole`` offers any task, and the evicting action then takes the
 whole gang down rather than leave it running below minAvailable.
 """
 
@@ -51,7 +51,7 @@ class Gang(Plugin):
             for v in candidates:
                 job = ssn.jobs[v.job]
                 left = ssn.ready_count(job) - taken.get(v.job, 0) - 1
-                if left >= job.gang_size:
+                if left >= job.gang_size or job.gang_size == 1:
                     taken[v.job] = taken.get(v.job, 0) + 1
                     allowed.append(v)
             return allowed
