@@ -1,7 +1,8 @@
 """gang: a job starts with at least minAvailable tasks or not at all.
 
 ``preemptMode``: ``down-to-min`` (default) lets victims be taken from a gang only while it keeps
-minAvailable running tasks (a single-task job may go, as in Volcano); ``whole`` offers any task, and the evicting action then takes the
+minAvailable running tasks (a single-task job may go, as in Volcano); ``whole`` offers any task,
+and the evicting action then takes the
 whole gang down rather than leave it running below minAvailable.
 """
 
