@@ -24,7 +24,8 @@ FIGSIZE_IN = (10.0, 5.0)
 DPI = 100
 PLOT_SIZE_PX = (int(FIGSIZE_IN[0] * DPI), int(FIGSIZE_IN[1] * DPI))  # (width, height)
 DEFAULT_BINS = 200
-TOP_TENANTS = 8  # tenants drawn one by one; the rest are summed as "others"
+TOP_TENANTS = 8  # tenants drawn one by one; the rest are summed as OTHERS
+OTHERS = "(other tenants)"  # parenthesised so that no tenant name can collide with it
 
 Interval = tuple[float, float, float]  # (start, end, amount)
 
@@ -65,7 +66,7 @@ def plot_tenant_shares(
 
     Usage is dominant-share-seconds as in metrics (``capacity`` defaults to the peak of concurrent
     use per resource); ``fair_shares`` are fractions of the federation, and a tenant without one gets
-    no dashed line. The ``TOP_TENANTS`` biggest users are drawn one by one, the rest as "others".
+    no dashed line. The ``TOP_TENANTS`` biggest users are drawn one by one, the rest summed as one line.
     """
     ran = _runs(records)
     cap = dict(capacity) if capacity is not None else _peak_use(ran)
@@ -77,8 +78,8 @@ def plot_tenant_shares(
     ranked = sorted(per_tenant, key=lambda t: (-sum(per_tenant[t]), t))
     shown = ranked[:TOP_TENANTS]
     if len(ranked) > TOP_TENANTS:
-        per_tenant["others"] = [sum(per_tenant[t][b] for t in ranked[TOP_TENANTS:]) for b in range(bins)]
-        shown.append("others")
+        per_tenant[OTHERS] = [sum(per_tenant[t][b] for t in ranked[TOP_TENANTS:]) for b in range(bins)]
+        shown.append(OTHERS)
     totals = [sum(per_tenant[t][b] for t in ranked) for b in range(bins)]
     fig, ax = _figure()
     x = [e / scale for e in edges]

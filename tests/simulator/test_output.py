@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -131,6 +132,16 @@ def test_plots_are_png_of_the_expected_size_and_not_blank(tmp_path: Path, which:
     height, width = image.shape[:2]
     assert (width, height) == PLOT_SIZE_PX
     assert (image != image[0, 0]).any(), "the image is a single colour"
+
+
+def test_tenant_shares_sums_tenants_beyond_the_top_ones(tmp_path: Path) -> None:
+    # Twelve tenants, one job each: eight are drawn, four summed as one line; the plot still renders.
+    jobs = [replace(j, tenant=f"user{i}") for i, j in enumerate(schedule(12))]
+    path = tmp_path / "shares.png"
+    plot_tenant_shares(jobs, {"user0": 0.5}, path)
+    image = imread(path)
+    assert (image.shape[1], image.shape[0]) == PLOT_SIZE_PX
+    assert (image != image[0, 0]).any()
 
 
 def test_plots_refuse_schedules_where_nothing_ran(tmp_path: Path) -> None:
