@@ -13,23 +13,24 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 SERVICE_HOST_ENV = "KUBERNETES_SERVICE_HOST"
+KUBECONFIG_ENV = "KUBECONFIG"
 
 
 class KubernetesSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
 
-    namespace: str = Field("fedq-jobs", min_length=1, max_length=63)
-    kubeconfig: str | None = None  # path; None: in-cluster when running in a pod, else ~/.kube/config
+    namespace: str = Field(default="fedq-jobs", min_length=1, max_length=63)
+    kubeconfig: str | None = None  # path; None: in-cluster when running in a pod, else $KUBECONFIG or ~/.kube/config
     context: str | None = None
     in_cluster: bool = False
     scheduler_name: str = "fedq"
     image: str = "busybox:1.36"  # the job spec has no image yet: every task runs in this one
     gpu_resource: str = "nvidia.com/gpu"  # what fedq's "gpu" is called on this cluster's nodes
-    kill_grace_seconds: int = Field(30, ge=0)
-    keep_finished_seconds: float | None = Field(600.0, ge=0)  # None keeps finished pods for ever
-    watch_timeout_seconds: int = Field(300, gt=0)
-    request_timeout_seconds: float = Field(30.0, gt=0)
-    list_page_size: int = Field(500, gt=0)
+    kill_grace_seconds: int = Field(default=30, ge=0)
+    keep_finished_seconds: float | None = Field(default=600.0, ge=0)  # None keeps finished pods for ever
+    watch_timeout_seconds: int = Field(default=300, gt=0)
+    request_timeout_seconds: float = Field(default=30.0, gt=0)
+    list_page_size: int = Field(default=500, gt=0)
 
 
 def load_api_client(settings: KubernetesSettings) -> client.ApiClient:
@@ -41,7 +42,7 @@ def load_api_client(settings: KubernetesSettings) -> client.ApiClient:
         config.load_incluster_config(client_configuration=configuration)
     else:
         config.load_kube_config(
-            config_file=settings.kubeconfig,
+            config_file=settings.kubeconfig or os.environ.get(KUBECONFIG_ENV),  # read now, not at import
             context=settings.context,
             client_configuration=configuration,
             persist_config=False,
