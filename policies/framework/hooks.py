@@ -8,8 +8,8 @@ Each hook kind has a mode that says how the tiers' plugins combine:
 - ANY:   plugins return reasons or None; any reason means yes (used for ``overused``).
 - VOTE:  plugins return +1 / 0 / -1; within a tier any -1 rejects, any +1 permits; else next tier.
 - SCORE: plugins return numbers, summed.
-- VICTIMS: plugins return the candidates they allow; within a tier the intersection; the first tier
-  where any plugin spoke decides.
+- VICTIMS: plugins return the candidates they allow; every tier votes, so a victim must be allowed
+  by all of them (evicting is the one decision where any plugin's objection must hold).
 - EVENT: every handler is called.
 
 Every call is timed against its plugin, so the session reports seconds per plugin.
@@ -139,13 +139,8 @@ class Hooks:
         return True if permitted else None
 
     def _victims(self, entries: Sequence[_Entry], args: tuple[Any, ...]) -> list[Any] | None:
-        tier = None
         chosen: list[Any] | None = None
         for e in entries:
-            if e.tier != tier:
-                if chosen is not None:
-                    return chosen
-                tier = e.tier
             t0 = perf_counter()
             allowed = e.fn(*args)
             self.seconds[e.plugin] += perf_counter() - t0

@@ -2,8 +2,8 @@
 
 ``preemptMode``: ``down-to-min`` (default) lets victims be taken from a gang only while it keeps
 minAvailable running tasks (a single-task job may go, as in Volcano); ``whole`` offers any task,
-and the evicting action then takes the
-whole gang down rather than leave it running below minAvailable.
+and the evicting action then takes the whole gang down rather than leave it running below
+minAvailable.
 """
 
 from __future__ import annotations
