@@ -72,17 +72,21 @@ class RayBackend:
         log_tail_lines: int = 20,
         launch_timeout: float = 30.0,
         stop_grace: float = 5.0,
+        wait_round: float = 60.0,
     ) -> None:
+        """``wait_round``: how long one pending ``wait`` call may block in a runner before it is renewed."""
         self._clock = clock or SystemClock()
         self._log_tail_lines = log_tail_lines
         self._launch_timeout = launch_timeout
         self._stop_grace = stop_grace
+        self._wait_round = wait_round
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
             ray.init(address=address, namespace=NAMESPACE, include_dashboard=False, log_to_driver=False)
         self._runs: dict[str, _Run] = {}
         self._waiting: dict[Any, str] = {}  # pending ``wait`` ref -> run name
         self._group_members: dict[str, set[str]] = {}  # placement group hex id -> unfinished run names
+        self._reaped: set[str] = set()  # runs killed after their end, while Ray may still list their name
         self._events: list[TaskStatus] = []
         self._adopt()
         self._drop_orphan_groups()
@@ -226,7 +230,7 @@ class RayBackend:
             name=run_name(launch.job_id, launch.epoch, launch.task_name, launch.index),
             namespace=NAMESPACE,
             lifetime="detached",
-            max_concurrency=4,
+            max_concurrency=8,
             max_restarts=0,
             num_cpus=request.num_cpus,
             num_gpus=request.num_gpus,
@@ -249,35 +253,44 @@ class RayBackend:
         """Start watching a run: one pending ``wait`` call that resolves when its process ends."""
         info = state["info"]
         name = run_name(info["job_id"], info["epoch"], info["task_name"], info["index"])
-        wait_ref = handle.wait.remote()
-        run = _Run(handle, status_of(state), info["placement_group"], wait_ref)
+        run = _Run(handle, status_of(state), info["placement_group"])
         self._runs[name] = run
-        self._waiting[wait_ref] = name
+        self._watch(name, run)
         if run.placement_group:
             self._group_members.setdefault(run.placement_group, set()).add(name)
         return run.status
+
+    def _watch(self, name: str, run: _Run) -> None:
+        run.wait_ref = run.handle.wait.remote(self._wait_round)
+        self._waiting[run.wait_ref] = name
 
     def _collect_finished(self) -> None:
         """Without blocking, finish every run whose process has ended, in the order they ended."""
         if not self._waiting:
             return
         ready, _ = ray.wait(list(self._waiting), num_returns=len(self._waiting), timeout=0)
-        finished = [self._collect(ref) for ref in ready]
+        finished = []
+        for ref in ready:
+            name = self._waiting.pop(ref)
+            status = self._answer(ref, name)
+            if status.phase.terminal:
+                finished.append((name, status))
+            else:
+                self._watch(name, self._runs[name])
         for name, status in sorted(finished, key=lambda item: item[1].finished_at or 0.0):
             self._finish(name, status)
 
-    def _collect(self, ref: Any) -> tuple[str, TaskStatus]:
-        name = self._waiting.pop(ref)
+    def _answer(self, ref: Any, name: str) -> TaskStatus:
+        """What a ``wait`` call says; an actor that died under its run means the run is lost."""
         try:
-            return name, status_of(ray.get(ref))
+            return status_of(ray.get(ref))
         except RayError as exc:
-            lost = replace(
+            return replace(
                 self._runs[name].status,
                 phase=TaskPhase.FAILED,
                 reason=f"lost: the task's Ray actor died ({type(exc).__name__})",
                 finished_at=self._clock.now(),
             )
-            return name, lost
 
     def _finish(self, name: str, status: TaskStatus) -> None:
         """Record a run's final status, then free what it held: its actor and, once the gang is done, the group."""
@@ -288,6 +301,7 @@ class RayBackend:
             self._waiting.pop(run.wait_ref, None)
             run.wait_ref = None
         ray.kill(run.handle, no_restart=True)
+        self._reaped.add(name)
         members = self._group_members.get(run.placement_group)
         if members is not None:
             members.discard(name)
@@ -297,18 +311,19 @@ class RayBackend:
 
     def _adopt(self) -> None:
         """Take over the runs in Ray this instance does not know: started by an earlier agent process."""
-        names = [
+        listed = {
             entry["name"]
             for entry in ray.util.list_named_actors(all_namespaces=True)
-            if entry["namespace"] == NAMESPACE and entry["name"].startswith(PREFIX) and entry["name"] not in self._runs
-        ]
-        handles = {}
-        for name in names:
+            if entry["namespace"] == NAMESPACE and entry["name"].startswith(PREFIX)
+        }
+        self._reaped &= listed
+        handles = []
+        for name in listed - self._runs.keys() - self._reaped:
             try:
-                handles[name] = ray.get_actor(name, namespace=NAMESPACE)
+                handles.append(ray.get_actor(name, namespace=NAMESPACE))
             except ValueError:
-                continue  # finished and removed since it was listed
-        for handle, state in _answers(handles.values(), "status", _RPC_TIMEOUT):
+                continue  # gone since it was listed
+        for handle, state in _statuses(handles):
             self._track(handle, state)
 
     def _drop_orphan_groups(self) -> None:
@@ -335,12 +350,12 @@ def status_of(state: RunState) -> TaskStatus:
     )
 
 
-def _answers(handles: Iterable[Any], method: str, timeout: float) -> list[tuple[Any, Any]]:
-    """Call ``method`` on every actor at once; keep the answers that came back in time, without error."""
-    calls = {getattr(handle, method).remote(): handle for handle in handles}
+def _statuses(handles: Iterable[Any]) -> list[tuple[Any, RunState]]:
+    """Ask every runner for its state at once; keep the answers that came back in time, without error."""
+    calls = {handle.status.remote(): handle for handle in handles}
     if not calls:
         return []
-    ready, _ = ray.wait(list(calls), num_returns=len(calls), timeout=timeout)
+    ready, _ = ray.wait(list(calls), num_returns=len(calls), timeout=_RPC_TIMEOUT)
     answers = []
     for ref in ready:
         try:

@@ -100,9 +100,12 @@ class TaskRunner:
         with self._lock:
             return self._snapshot()
 
-    def wait(self) -> RunState:
-        """Returns once the process has ended: the backend keeps one call pending per run."""
-        self._done.wait()
+    def wait(self, timeout: float) -> RunState:
+        """Returns when the process has ended, or after ``timeout``: the backend keeps one call pending.
+
+        Bounded so that calls left behind by a backend process that died do not pile up in the actor.
+        """
+        self._done.wait(timeout)
         return self.status()
 
     def stop(self, reason: str) -> RunState:

@@ -260,3 +260,11 @@ def test_a_restarted_backend_learns_how_a_run_ended_while_no_one_polled(
     assert (ended.job_id, ended.phase, ended.exit_code, ended.log_tail) == ("ended", TaskPhase.SUCCEEDED, 0, "finished")
     assert restarted.tasks() == []
     restarted.close()
+
+
+def test_waits_are_renewed_while_a_run_outlasts_them(backend: RayBackend, node: NodeView) -> None:
+    backend.launch([task(node, "outlasts", ["sh", "-c", "sleep 1; echo slept"])])
+    short_waits = RayBackend(stop_grace=1.0, wait_round=0.1)
+    events = [e for e in poll_until(short_waits, terminal) if e.job_id == "outlasts"]
+    assert [(e.phase, e.log_tail) for e in events] == [(TaskPhase.SUCCEEDED, "slept")]
+    short_waits.close()
