@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from policies import resources as res
 from policies.resources import Resources
+
+if TYPE_CHECKING:
+    from policies.ordering import PendingIndex
 
 ROOT = ""
 
@@ -250,4 +254,4 @@ class Snapshot:
     jobs: list[JobInfo] = field(default_factory=list)
     queues: dict[str, QueueInfo] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
-    pending: object | None = None  # a policies.ordering.PendingIndex kept by the caller across cycles
+    pending: PendingIndex | None = None  # kept by the caller across cycles, read lazily

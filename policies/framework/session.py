@@ -67,7 +67,7 @@ class Session:
         self.node_version = [0] * len(self.nodes)
         self.changes: list[int] = []
         self.usage = snapshot.usage
-        self.index: PendingIndex | None = snapshot.pending if isinstance(snapshot.pending, PendingIndex) else None
+        self.index: PendingIndex | None = snapshot.pending
         self.jobs: dict[str, JobInfo] = {j.id: j for j in snapshot.jobs}
         self.pending_jobs = [j for j in snapshot.jobs if any(t.status == TaskStatus.PENDING for t in j.tasks)]
         self.running_jobs = [j for j in snapshot.jobs if any(t.status in OCCUPYING for t in j.tasks)]
