@@ -202,3 +202,32 @@ def test_preempt_whole_gang_mode_takes_the_gang_down_rather_than_below_min_avail
         d = run(conf("allocate, preempt", *tiers), Snapshot(nodes, [victim, urgent]))
         assert {e.task for e in d.evictions} == expected, mode
         assert bool(d.pipelined) == bool(expected)
+
+
+def test_hierarchical_drf_serves_the_least_served_subtree_first() -> None:
+    # a holds 4 of 8 cpus through a.x; b holds nothing. Although leaf a.y holds nothing either, the
+    # free half goes to b: at the top level a already has its half (equal weights).
+    nodes = [node(f"n{i}") for i in range(8)]
+    held = [run_on(job(f"h{i}", queue="a.x"), [f"n{i}"], start=-10) for i in range(4)]
+    occupy(nodes, held)
+    pending = [job(f"ay{i}", queue="a.y", submit=i) for i in range(4)] + [
+        job(f"by{i}", queue="b.y", submit=10 + i) for i in range(4)
+    ]
+    d = run(
+        conf("allocate", [{"name": "drf", "arguments": {"hierarchy": True}}, "predicates"]),
+        Snapshot(nodes, [*held, *pending]),
+    )
+    assert [b.job[:2] for b in d.binds] == ["by"] * 4
+
+
+def test_reserve_books_without_backfilling() -> None:
+    nodes = [node(f"n{i}") for i in range(2)]
+    held = run_on(job("r", tasks=1, walltime=50), ["n0"], start=0, end=50)
+    occupy(nodes, [held])
+    tiers = (["priority", "gang"], ["predicates", {"name": "reservation", "arguments": {"after": 0}}])
+    world = Snapshot(nodes, [held, job("big", tasks=2, walltime=10, submit=-2), job("small", walltime=5, submit=-1)])
+    d = run(conf("allocate, reserve", *tiers), world)
+    assert [(r.job, r.start) for r in d.reservations] == [("big", 50)]
+    assert d.binds == []  # small would fit now, but only backfill may start it
+    d = run(conf("allocate, backfill", *tiers), world)
+    assert bound(d) == {"small": 1}  # ends at 5, long before big's reservation at 50
