@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -268,3 +269,47 @@ def test_waits_are_renewed_while_a_run_outlasts_them(backend: RayBackend, node: 
     events = [e for e in poll_until(short_waits, terminal) if e.job_id == "outlasts"]
     assert [(e.phase, e.log_tail) for e in events] == [(TaskPhase.SUCCEEDED, "slept")]
     short_waits.close()
+
+
+AGENT = """
+import sys, time
+from member_agent.backends.base import TaskLaunch
+from member_agent.backends.ray_backend import RayBackend
+
+address, pid_file = sys.argv[1], sys.argv[2]
+backend = RayBackend(address=address)
+node = backend.nodes()[0].name
+script = f"echo $$ > {pid_file}.tmp; mv {pid_file}.tmp {pid_file}; exec sleep 300"
+backend.launch([TaskLaunch("orphan", "main", 0, 7, node, {"cpu": 1.0}, ("sh", "-c", script))])
+time.sleep(300)
+"""
+
+
+def driver_is_dead(pid: int) -> bool:
+    """Ray has ended the job of the driver with this pid (what frees a dead driver's non-detached work)."""
+    return any(job["DriverPid"] == pid and job["IsDead"] for job in ray._private.state.jobs())
+
+
+def test_runs_of_an_agent_killed_with_sigkill_survive_and_can_be_fenced(
+    backend: RayBackend, node: NodeView, tmp_path: Path
+) -> None:
+    """The agent process dies hard; its run keeps going in Ray until the next agent kills the stale epoch."""
+    pid_file = tmp_path / "pid"
+    address = ray.get_runtime_context().gcs_address
+    agent = subprocess.Popen([sys.executable, "-c", AGENT, address, str(pid_file)])
+    try:
+        eventually(lambda: pid_file.exists() or agent.poll() is not None, "the old agent launched its task", 60.0)
+        assert agent.poll() is None, "the old agent exited before launching"
+    finally:
+        agent.kill()
+        agent.wait()
+    eventually(lambda: driver_is_dead(agent.pid), "Ray noticed the old agent's death", 60.0)
+    pid = int(pid_file.read_text())
+    assert alive(pid)
+
+    [stale] = backend.tasks()
+    assert (stale.job_id, stale.epoch, stale.phase) == ("orphan", 7, TaskPhase.RUNNING)
+    backend.kill("orphan", epoch=7, reason="fenced")
+    [fenced] = [s for s in backend.poll() if s.phase.terminal]
+    assert (fenced.phase, fenced.reason) == (TaskPhase.KILLED, "fenced")
+    eventually(lambda: not alive(pid), "the stale run's process gone")
