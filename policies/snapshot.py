@@ -146,6 +146,9 @@ class NodeInfo:
         return node
 
     def fits(self, req: Resources) -> bool:
+        """Fits what is idle now, net of work pipelined here beyond what is being released."""
+        if self.pipelined and not self.fits_future(req):
+            return False
         if self.shapes is None:
             return res.fits(req, self.idle)
         return res.fits(req, self.idle) and any(s.count > 0 and res.fits(req, s.idle) for s in self.shapes)

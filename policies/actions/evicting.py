@@ -65,6 +65,8 @@ class Evictor:
         groups = [tasks] if ssn.whole_job else [[t] for t in tasks]
         for group in groups:
             need = res.total(t.resources for t in group)
+            if self.hook == "reclaimable" and ssn.allocatable(TaskInfo(job.id, "*", -1, need), job) is not None:
+                return False
             if not any(self._room_on(stmt, job, group, need, node, accept) for node in self._nodes(group[0], job)):
                 return False
             if ssn.job_pipelined(job) and ssn.pipelined_count(job) + ssn.ready_count(job) >= job.gang_size:
@@ -85,6 +87,8 @@ class Evictor:
         accept: Callable[[TaskInfo], bool],
     ) -> bool:
         ssn = self.ssn
+        if node.fits(need):
+            return False  # room without evicting: the job is held by policy, not by this node
         mark, used = stmt.mark(), self.used
         if not node.fits_future(need):
             candidates = [
