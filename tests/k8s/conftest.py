@@ -80,6 +80,9 @@ class StubCluster:
     def terminate(self, pod: str) -> None:
         self.stub.finish_termination(pod)
 
+    def overrun(self, pod: str) -> None:
+        self.stub.exceed_deadline(pod)
+
     def occupy(self, node: str, name: str, requests: dict[str, str]) -> None:
         self.stub.add_pod("default", name, node=node, requests=requests)
 

@@ -38,6 +38,9 @@ class Cluster(Protocol):
     def terminate(self, pod: str) -> None:
         """The kubelet finishes a graceful deletion."""
 
+    def overrun(self, pod: str) -> None:
+        """The kubelet ends the pod at its activeDeadlineSeconds."""
+
     def occupy(self, node: str, name: str, requests: dict[str, str]) -> None:
         """A pod fedq does not manage starts on ``node`` with these requests."""
 
@@ -177,6 +180,17 @@ def cancel_deletes_pods(cluster: Cluster) -> None:
     wait_for(lambda: all(cluster.pod(name_of(t)) is None for t in tasks), cluster.timeout, "pods to go")
 
 
+def walltime_kills(cluster: Cluster) -> None:
+    """A task past its walltime is ended by the kubelet (activeDeadlineSeconds) and reads KILLED "walltime"."""
+    backend = cluster.make_backend()
+    (task,) = gang(new_job_id(), cluster.pick_nodes(backend, 1), walltime=5)
+    backend.launch([task])
+    cluster.run(name_of(task))
+    cluster.overrun(name_of(task))
+    got = collect(backend, lambda got: any(s.phase.terminal for s in got), cluster.timeout + 5)
+    assert (got[-1].phase, got[-1].reason) == (TaskPhase.KILLED, "walltime")
+
+
 def foreign_pods_use_capacity(cluster: Cluster) -> None:
     """A pod fedq does not manage takes its requests out of its node's free capacity."""
     backend = cluster.make_backend()
@@ -200,5 +214,6 @@ SCENARIOS: list[Callable[[Cluster], None]] = [
     gang_rolls_back,
     exit_code_reported,
     cancel_deletes_pods,
+    walltime_kills,
     foreign_pods_use_capacity,
 ]

@@ -456,6 +456,8 @@ class StubApiServer:
             with self._cond:
                 if method == "POST" and name is None:
                     return 201, self._create_pod(namespace, request.body)
+                if method == "GET" and name and not binding:
+                    return 200, copy.deepcopy(self._pod(name, namespace))
                 if method == "DELETE" and name and not binding:
                     return 200, self._delete_pod(namespace, name, request.body or {}, request.query)
                 if method == "POST" and name and binding:
@@ -473,6 +475,10 @@ class StubApiServer:
             else:
                 rv = self._rv
                 items = [copy.deepcopy(self._objects[resource][k]) for k in sorted(self._objects[resource])]
+                on_node = query.get("fieldSelector", "").removeprefix("spec.nodeName=")
+                if "fieldSelector" in query:
+                    assert on_node != query["fieldSelector"], "the stub filters on spec.nodeName only"
+                    items = [i for i in items if i["spec"].get("nodeName") == on_node]
             for item in items:
                 item.pop("apiVersion", None)
                 item.pop("kind", None)

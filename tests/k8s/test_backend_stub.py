@@ -8,7 +8,8 @@ import pytest
 from member_agent.backends.base import Backend, LaunchError, NodeView, TaskPhase
 from member_agent.backends.kubernetes import KubernetesBackend, KubernetesBackendError
 from policies.clock import ManualClock
-from tests.k8s.conftest import MakeBackend, StubCluster
+from tests.k8s.conftest import MakeBackend, StubCluster, stub_api_client
+from tests.k8s.real_cluster import RealCluster
 from tests.k8s.scenarios import collect, gang, name_of, new_job_id, phases
 from tests.k8s.stub_api import StubApiServer
 
@@ -318,3 +319,24 @@ def test_finished_pods_are_deleted_after_retention(
     assert delete.body["gracePeriodSeconds"] == 0
     cluster.settle(backend)
     assert backend.poll() == [] and backend.tasks() == []
+
+
+def test_real_cluster_driver_on_the_stub(cluster: StubCluster, stub: StubApiServer) -> None:
+    """The real-cluster driver cannot run its scenarios here (no kubelet); its own calls can be checked."""
+    api = stub_api_client(stub)
+    driver = RealCluster(api, stub.job_namespace)
+    try:
+        backend = driver.make_backend()
+        assert driver.pick_nodes(backend, 4) == ["node-a", "node-b", "node-c", "node-a"]
+        driver.occupy("node-b", "other", {"cpu": "250m"})
+        driver.precreate("taken")
+        taken = driver.pod("taken")
+        assert taken is not None and taken["spec"]["schedulerName"] == "fedq" and "nodeName" not in taken["spec"]
+        assert driver.pod("missing") is None
+        driver.settle(backend)
+        assert node_view(backend, "node-a").used["pods"] == 1.0, "settle's marker went to the emptiest node"
+        assert node_view(backend, "node-b").used["cpu"] == 0.25
+    finally:
+        for made in driver.backends:
+            made.close()
+        api.close()
