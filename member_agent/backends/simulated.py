@@ -3,7 +3,8 @@
 The simulator drives tens of thousands of jobs through this backend, so every operation is
 incremental: per-node usage is updated on start and end, and running tasks sit in a heap of end
 times (killed entries are dropped lazily when they reach the top), so advancing the clock costs
-only the tasks that actually end.
+only the tasks that actually end. Once ``poll`` has handed out a run's final status the backend
+forgets the run (as the Ray backend does), so memory follows the running tasks, not the history.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ class SimulatedBackend:
             self._nodes[view.name] = _Node(view)
         self._runs: dict[RunKey, _Run] = {}
         self._active_by_job: dict[str, set[RunKey]] = {}
-        self._ends: list[tuple[float, int, RunKey]] = []
+        self._ends: list[tuple[float, int, _Run]] = []  # (end, launch order, run); ties never reach the run
         self._seq = 0
         self._events: list[TaskStatus] = []
 
@@ -129,9 +130,13 @@ class SimulatedBackend:
     def poll(self) -> list[TaskStatus]:
         self.advance()
         events, self._events = self._events, []
+        for status in events:
+            if status.phase.terminal:
+                self._runs.pop((status.task_id, status.epoch), None)
         return events
 
     def tasks(self) -> list[TaskStatus]:
+        """Running tasks and those that ended since the last ``poll``."""
         self.advance()
         return [run.status for run in self._runs.values()]
 
@@ -143,8 +148,7 @@ class SimulatedBackend:
         now = self._clock.now()
         ends = self._ends
         while ends and ends[0][0] <= now:
-            end, _, key = heapq.heappop(ends)
-            run = self._runs[key]
+            end, _, run = heapq.heappop(ends)
             if not run.active:
                 continue
             if run.over_walltime:
@@ -155,7 +159,7 @@ class SimulatedBackend:
     def next_event_time(self) -> float | None:
         """When the earliest running task ends: where the simulator can jump its clock to."""
         ends = self._ends
-        while ends and not self._runs[ends[0][2]].active:
+        while ends and not ends[0][2].active:
             heapq.heappop(ends)
         return ends[0][0] if ends else None
 
@@ -193,11 +197,12 @@ class SimulatedBackend:
             node=launch.node,
             started_at=now,
         )
-        self._runs[key] = _Run(launch, status, end, over_walltime)
+        run = _Run(launch, status, end, over_walltime)
+        self._runs[key] = run
         self._active_by_job.setdefault(launch.job_id, set()).add(key)
         self._nodes[launch.node].take(launch.resources, 1.0)
         self._seq += 1
-        heapq.heappush(self._ends, (end, self._seq, key))
+        heapq.heappush(self._ends, (end, self._seq, run))
         self._events.append(status)
 
     def _finish(

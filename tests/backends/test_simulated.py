@@ -104,9 +104,9 @@ def test_task_runs_for_its_runtime_on_the_injected_clock() -> None:
     clock.advance(100.0)
     [done] = backend.poll()
     assert (done.phase, done.exit_code, done.finished_at) == (TaskPhase.SUCCEEDED, 0, START + 30.0)
+    assert backend.tasks() == []
     assert backend.poll() == []
     assert used(backend, "a") == 0.0
-    assert backend.tasks() == [done]
 
 
 def test_task_over_its_walltime_is_killed_at_start_plus_walltime() -> None:
@@ -164,13 +164,17 @@ def test_launch_refuses_over_allocation_and_starts_nothing_of_the_gang() -> None
         backend.launch([TaskLaunch("gpu", "main", 0, 1, "a", {"nvidia.com/gpu": 1.0}, runtime=1.0)])
 
 
-def test_a_run_is_launched_at_most_once_per_epoch() -> None:
+def test_a_run_is_launched_at_most_once_per_epoch_until_its_end_is_polled() -> None:
     clock = ManualClock(START)
     backend = two_nodes(clock)
     backend.launch([task("j", runtime=1.0)])
     clock.advance(5.0)
+    [ended] = backend.tasks()
+    assert ended.phase is TaskPhase.SUCCEEDED
     with pytest.raises(LaunchError, match="already launched"):
         backend.launch([task("j", runtime=1.0)])
+    backend.poll()
+    assert backend.tasks() == []
     backend.launch([task("j", runtime=1.0, epoch=2)])
     with pytest.raises(LaunchError, match="already launched"):
         backend.launch([task("k", index=0), task("k", index=0)])
@@ -190,6 +194,19 @@ def test_kill_frees_capacity_at_once_and_reports_killed() -> None:
     assert (killed.phase, killed.reason, killed.finished_at) == (TaskPhase.KILLED, "preempted", START + 3.0)
     clock.advance(200.0)
     assert [(s.job_id, s.phase) for s in backend.poll()] == [("next", TaskPhase.SUCCEEDED)]
+
+
+def test_a_forgotten_killed_run_does_not_end_its_relaunch() -> None:
+    clock = ManualClock(START)
+    backend = two_nodes(clock)
+    backend.launch([task("j", runtime=100.0)])
+    backend.kill("j")
+    assert [s.phase for s in backend.poll()] == [TaskPhase.RUNNING, TaskPhase.KILLED]
+    backend.launch([task("j", runtime=200.0)])
+    assert backend.next_event_time() == START + 200.0
+    clock.advance(150.0)
+    assert [s.phase for s in backend.tasks()] == [TaskPhase.RUNNING]
+    assert used(backend, "a") == 1.0
 
 
 def test_kill_of_one_epoch_leaves_the_others_running() -> None:
@@ -301,21 +318,27 @@ class NeverOverAllocates(RuleBasedStateMachine):
                 assert node.used.get(name, 0.0) == pytest.approx(expected[node.name].get(name, 0.0))
                 assert node.used.get(name, 0.0) <= cap
 
+    @rule()
+    def poll(self) -> None:
+        for status in self.backend.poll():
+            self.check_timing(status, current=False)
+
     @invariant()
     def every_task_ends_exactly_when_its_runtime_or_walltime_is_up(self) -> None:
-        now = self.clock.now()
         for status in self.backend.tasks():
-            launch = self.launched[(status.task_id, status.epoch)]
-            assert status.started_at is not None and launch.runtime is not None
-            capped = launch.walltime is not None and launch.runtime > launch.walltime
-            end = status.started_at + (launch.walltime if capped and launch.walltime is not None else launch.runtime)
-            if status.phase is TaskPhase.RUNNING:
-                assert end > now
-            elif status.reason != "cancelled":
-                assert (status.phase, status.finished_at) == (
-                    TaskPhase.KILLED if capped else TaskPhase.SUCCEEDED,
-                    end,
-                )
+            self.check_timing(status, current=True)
+
+    def check_timing(self, status: TaskStatus, current: bool) -> None:
+        """Ended runs ended on time; a run still running now (not an old event) is not yet due."""
+        launch = self.launched[(status.task_id, status.epoch)]
+        assert status.started_at is not None and launch.runtime is not None
+        capped = launch.walltime is not None and launch.runtime > launch.walltime
+        end = status.started_at + (launch.walltime if capped and launch.walltime is not None else launch.runtime)
+        if status.phase is TaskPhase.RUNNING:
+            assert end > self.clock.now() or not current
+        elif status.reason != "cancelled":
+            expected = TaskPhase.KILLED if capped else TaskPhase.SUCCEEDED
+            assert (status.phase, status.finished_at) == (expected, end)
 
 
 NeverOverAllocates.TestCase.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
