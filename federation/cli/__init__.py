@@ -10,6 +10,7 @@ from federation.cli import admin, jobs, server
 from federation.cli.context import common_options
 from federation.cli.output import fail
 from federation.client import FedqError
+from member_agent import cli as agent_cli
 
 EXIT_REFUSED = 1
 EXIT_UNAVAILABLE = 3
@@ -22,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     server.register(sub)
     jobs.register(sub, common)
     admin.register(sub, common)
+    agent_cli.register(sub)
     return parser
 
 

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from federation.cli.context import client_from, output_of
-from federation.cli.output import emit
+from federation.cli.output import emit, format_quantity
 from federation.config import load_yaml_file
 
 
@@ -65,11 +65,52 @@ def cmd_token_create(args: argparse.Namespace) -> int:
     return 0
 
 
+def _amounts(resources: dict[str, float]) -> str:
+    return ", ".join(f"{name}={format_quantity(name, amount)}" for name, amount in sorted(resources.items()))
+
+
+def cmd_clusters(args: argparse.Namespace) -> int:
+    with client_from(args) as client:
+        if args.action in ("cordon", "uncordon"):
+            if not args.name:
+                raise ValueError(f"usage: fedq clusters {args.action} NAME")
+            result = client.request("POST", f"/v1/clusters/{args.name}/{args.action}")
+            emit(result, output_of(args), columns=["CLUSTER", "CORDONED"], rows=[[result["name"], result["cordoned"]]])
+            return 0
+        listing = client.request("GET", "/v1/clusters")
+    rows = [
+        [
+            c["name"],
+            c["state"],
+            c["backend"],
+            c["nodes"],
+            _amounts(c["capacity"]),
+            _amounts(c["free"]),
+            c["running"],
+            "" if c["last_report_age"] is None else f"{c['last_report_age']:.1f}s",
+            ",".join(f"{k}={v}" for k, v in c["labels"].items()),
+        ]
+        for c in listing["items"]
+    ]
+    emit(
+        listing,
+        output_of(args),
+        columns=["CLUSTER", "STATE", "BACKEND", "NODES", "CAPACITY", "FREE", "RUNNING", "LAST REPORT", "LABELS"],
+        rows=rows,
+    )
+    return 0
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     queues = sub.add_parser("queues", parents=[common], help="show the queue tree, or apply one from a file")
     queues.add_argument("action", nargs="?", choices=["show", "apply"], default="show")
     queues.add_argument("file", nargs="?")
     queues.set_defaults(func=cmd_queues)
+
+    clusters = sub.add_parser("clusters", parents=[common], help="list member clusters; cordon or uncordon one")
+    clusters.add_argument("action", nargs="?", choices=["list", "cordon", "uncordon"], default="list")
+    clusters.add_argument("name", nargs="?")
+    clusters.set_defaults(func=cmd_clusters)
 
     token = sub.add_parser("token", parents=[common], help="create tenant tokens and cluster join tokens")
     token_sub = token.add_subparsers(dest="token_action", required=True)

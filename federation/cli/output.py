@@ -43,3 +43,12 @@ def emit(
 def fail(message: str, code: int) -> int:
     errors.print(f"[red]error:[/red] {message}", highlight=False, markup=True)
     return code
+
+
+def format_quantity(resource: str, amount: float) -> str:
+    """Memory-like quantities in binary units, the rest as plain numbers."""
+    if resource in ("memory", "ephemeral-storage") or resource.endswith("memory"):
+        for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+            if abs(amount) >= size:
+                return f"{amount / size:.4g}{unit}"
+    return f"{amount:.4g}"

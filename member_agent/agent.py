@@ -1,0 +1,155 @@
+"""The member agent: report, take assignments and cancellations, schedule locally, launch.
+
+One ``step`` is one report round trip plus one local scheduling cycle. The loop is pull-only: the
+federation never connects to the cluster, so agents work from behind NAT and firewalls.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import structlog
+
+from federation.client import FedqClient, FedqError
+from federation.models.cluster import ClusterReport, ReportReply
+from member_agent.backends.base import Backend, LaunchError
+from member_agent.capacity import summarise
+from member_agent.local_scheduler import LocalScheduler
+from member_agent.tracker import JobTracker, LocalJob
+from policies.clock import Clock
+
+log = structlog.get_logger("fedq.agent")
+
+MAX_LAUNCH_FAILURES = 3
+
+
+class CredentialRejected(RuntimeError):
+    """The federation no longer accepts this cluster's credential: rejoin with a new token."""
+
+
+class Agent:
+    def __init__(
+        self,
+        client: FedqClient,
+        cluster: str,
+        backend: Backend,
+        scheduler: LocalScheduler,
+        clock: Clock,
+        *,
+        report_interval: float = 2.0,
+    ) -> None:
+        self.client = client
+        self.cluster = cluster
+        self.backend = backend
+        self.scheduler = scheduler
+        self.clock = clock
+        self.report_interval = report_interval
+        self.tracker = JobTracker(clock)
+        self._reconciled = False
+        self._launch_failures: dict[str, int] = {}
+        self.log = log.bind(cluster=cluster)
+
+    def reconcile(self) -> None:
+        """Before scheduling again after a restart: hold what the backend still runs, report it as known."""
+        self.tracker.adopt(self.backend.tasks())
+        self._reconciled = False
+
+    def step(self) -> ReportReply | None:
+        self._observe()
+        reply = self._report()
+        if reply is not None:
+            self._apply(reply)
+        if self._reconciled:
+            self._schedule()
+        return reply
+
+    def run(self, stop: threading.Event) -> None:
+        self.reconcile()
+        while not stop.is_set():
+            try:
+                self.step()
+            except CredentialRejected:
+                self.log.error("credential rejected; stopping")
+                raise
+            except Exception:
+                self.log.exception("agent step failed; retrying")
+            stop.wait(self.report_interval)
+
+    def _observe(self) -> None:
+        for status in self.backend.poll():
+            failed = self.tracker.observe(status)
+            if failed is not None:
+                self.backend.kill(failed.job_id, failed.epoch, "gang member failed")
+
+    def _report(self) -> ReportReply | None:
+        outbox = self.tracker.outbox()
+        report = ClusterReport(
+            nodes=summarise(self.backend.nodes()),
+            running=self.tracker.running(),
+            updates=outbox,
+            known=None if self._reconciled else self.tracker.known(),
+        )
+        try:
+            body: dict[str, Any] = self.client.request(
+                "POST", f"/v1/clusters/{self.cluster}/report", body=report.model_dump(mode="json")
+            )
+        except FedqError as exc:
+            if exc.status in (401, 403, 404):
+                raise CredentialRejected(str(exc)) from exc
+            self.log.warning("report failed", error=str(exc))
+            return None
+        self.tracker.acknowledge(len(outbox))
+        self._reconciled = True
+        return ReportReply.model_validate(body)
+
+    def _apply(self, reply: ReportReply) -> None:
+        for refused in reply.refused:
+            self.tracker.drop(refused["job_id"])
+            self.backend.kill(refused["job_id"], refused["epoch"], "fenced: stale epoch")
+        for order in reply.cancellations:
+            job = self.tracker.jobs.get(order.job_id)
+            if job is None or job.epoch != order.epoch:
+                self.backend.kill(order.job_id, order.epoch, order.reason)
+                continue
+            if order.reason.startswith("stale run"):
+                self.tracker.drop(order.job_id)
+                self.backend.kill(order.job_id, order.epoch, order.reason)
+            elif job.cancel_reason is None:
+                self.tracker.cancel(job, order.reason)
+                if job.launched:
+                    self.backend.kill(job.job_id, job.epoch, order.reason)
+        for assignment in reply.assignments:
+            if self.tracker.admit(assignment) is not None:
+                self.log.info("admitted", job_id=assignment.job_id, epoch=assignment.epoch)
+
+    def _schedule(self) -> None:
+        pending = self.tracker.pending()
+        if not pending:
+            return
+        nodes = self.backend.nodes()
+        for job in self.scheduler.never_fits(pending, nodes):
+            self.tracker.hand_back(job, "does not fit any node of this cluster")
+        running = [job for job in self.tracker.jobs.values() if job.launched and not job.state.terminal]
+        plan = self.scheduler.plan(self.tracker.pending(), running, nodes)
+        for job, reason in plan.evictions:
+            self.backend.kill(job.job_id, job.epoch, f"preempted: {reason}")
+        for job, placement in plan.launches:
+            self._launch(job, placement)
+
+    def _launch(self, job: LocalJob, placement: dict[tuple[str, int], str]) -> None:
+        launches = job.launches(placement)
+        try:
+            self.backend.launch(launches)
+        except LaunchError as exc:
+            failures = self._launch_failures.get(job.job_id, 0) + 1
+            self._launch_failures[job.job_id] = failures
+            self.log.warning("launch failed", job_id=job.job_id, error=str(exc), failures=failures)
+            if failures >= MAX_LAUNCH_FAILURES:
+                self.tracker.hand_back(job, f"launch failed {failures} times: {exc}")
+                del self._launch_failures[job.job_id]
+            return
+        job.launched = True
+        job.expected_tasks = len(launches)
+        self._launch_failures.pop(job.job_id, None)
+        self.log.info("launched", job_id=job.job_id, epoch=job.epoch, tasks=len(placement))

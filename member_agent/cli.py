@@ -1,0 +1,130 @@
+"""``fedq agent join`` and ``fedq agent run``: what a cluster admin runs in each member cluster."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from typing import Any
+
+import structlog
+
+from federation.client import FedqClient
+from member_agent.agent import Agent
+from member_agent.backends import create_backend
+from member_agent.config import AgentConfig, load_agent_config
+from member_agent.credentials import Credential, load_credential, save_credential
+from member_agent.local_scheduler import LocalScheduler
+from policies.clock import SystemClock
+
+log = structlog.get_logger("fedq.agent")
+
+
+def _labels(text: str | None) -> dict[str, str]:
+    if not text:
+        return {}
+    labels = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--labels takes key=value pairs separated by commas, not {item!r}")
+        labels[key.strip()] = value.strip()
+    return labels
+
+
+def _config(args: argparse.Namespace) -> AgentConfig:
+    config = load_agent_config(args.config)
+    overrides: dict[str, Any] = {}
+    for flag, field in (
+        ("name", "name"),
+        ("server", "server"),
+        ("backend", "backend"),
+        ("credential_file", "credential_file"),
+        ("report_interval", "report_interval"),
+    ):
+        value = getattr(args, flag, None)
+        if value is not None:
+            overrides[field] = value
+    if getattr(args, "labels", None):
+        overrides["labels"] = {**config.labels, **_labels(args.labels)}
+    if getattr(args, "ray_address", None):
+        overrides["ray"] = {**config.ray, "address": args.ray_address}
+    if getattr(args, "namespace", None):
+        overrides["kubernetes"] = {**config.kubernetes, "namespace": args.namespace}
+    merged = AgentConfig.model_validate({**config.model_dump(), **overrides})
+    if not merged.name:
+        raise ValueError("the agent needs a cluster name: --name NAME or `name:` in its config")
+    return merged
+
+
+def run_agent(config: AgentConfig, credential: Credential, stop: threading.Event) -> None:
+    clock = SystemClock()
+    backend = create_backend(config.backend, dict(getattr(config, config.backend)), clock)
+    scheduler = LocalScheduler.from_file(clock, config.scheduler)
+    with FedqClient(credential.server, credential.token) as client:
+        agent = Agent(client, credential.cluster, backend, scheduler, clock, report_interval=config.report_interval)
+        log.info("agent running", cluster=credential.cluster, backend=config.backend, server=credential.server)
+        try:
+            agent.run(stop)
+        finally:
+            backend.close()
+
+
+def _stop_on_signals() -> threading.Event:
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    return stop
+
+
+def cmd_join(args: argparse.Namespace) -> int:
+    config = _config(args)
+    with FedqClient(config.server) as client:
+        reply = client.request(
+            "POST",
+            "/v1/clusters/join",
+            body={"token": args.token, "name": config.name, "backend": config.backend, "labels": config.labels},
+        )
+    credential = Credential(server=config.server, cluster=config.name, token=reply["credential"])
+    path = config.credential_path()
+    save_credential(path, credential)
+    log.info("joined", cluster=config.name, credential_file=str(path))
+    if args.no_run:
+        return 0
+    run_agent(config, credential, _stop_on_signals())
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    config = _config(args)
+    credential = load_credential(config.credential_path())
+    if credential.cluster != config.name:
+        raise ValueError(
+            f"{config.credential_path()} holds the credential of {credential.cluster!r}, not {config.name!r}"
+        )
+    run_agent(config, credential, _stop_on_signals())
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    agent = sub.add_parser("agent", help="run a member-cluster agent")
+    agent_sub = agent.add_subparsers(dest="agent_action", required=True)
+    shared = argparse.ArgumentParser(add_help=False)
+    shared.add_argument("--config", help="agent YAML (see configs/agents/)")
+    shared.add_argument("--name", help="cluster name")
+    shared.add_argument("--backend", choices=["simulated", "ray", "kubernetes"])
+    shared.add_argument("--labels", help="cluster labels, e.g. region=eu,tier=gpu")
+    shared.add_argument("--credential-file", help="where the cluster credential is kept (mode 0600)")
+    shared.add_argument("--report-interval", help="e.g. 2s")
+    shared.add_argument("--ray-address", help="Ray cluster address (default: a local Ray)")
+    shared.add_argument("--namespace", help="Kubernetes namespace for job pods")
+
+    join = agent_sub.add_parser("join", parents=[shared], help="join with a one-time token, then run")
+    join.add_argument("--server", required=True, help="federation API URL")
+    join.add_argument("--token", required=True, help="join token from `fedq token create --cluster NAME`")
+    join.add_argument("--no-run", action="store_true", help="only join and store the credential")
+    join.set_defaults(func=cmd_join)
+
+    run = agent_sub.add_parser("run", parents=[shared], help="run with the stored credential")
+    run.add_argument("--server", help=argparse.SUPPRESS)
+    run.set_defaults(func=cmd_run)

@@ -1,0 +1,50 @@
+"""The agent's YAML config (``configs/agents/*.yaml``); command-line flags override it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from federation.config import load_yaml_file
+from policies.units import parse_duration
+
+DEFAULT_SIMULATED: dict[str, Any] = {"nodes": [{"count": 2, "resources": {"cpu": 4, "memory": "16Gi"}}]}
+
+
+class AgentConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: str = ""
+    server: str = "http://127.0.0.1:8080"
+    backend: Literal["simulated", "ray", "kubernetes"] = "simulated"
+    labels: dict[str, str] = Field(default_factory=dict)
+    report_interval: float = Field(2.0, alias="reportInterval")
+    credential_file: str = Field("", alias="credentialFile")
+    scheduler: str | None = None
+    simulated: dict[str, Any] = Field(default_factory=lambda: dict(DEFAULT_SIMULATED))
+    """Passed to SimulatedBackend.from_config: ``{nodes: [{count, resources, labels}], defaultRuntime}``."""
+    ray: dict[str, Any] = Field(default_factory=dict)
+    """``{address: ...}``; no address starts or joins a local Ray."""
+    kubernetes: dict[str, Any] = Field(default_factory=dict)
+    """Passed to KubernetesBackend.from_config (namespace, kubeconfig, inCluster, ...)."""
+
+    @field_validator("report_interval", mode="before")
+    @classmethod
+    def _interval(cls, value: Any) -> float:
+        seconds = parse_duration(value)
+        if not 0.05 <= seconds <= 60:
+            raise ValueError("reportInterval must be between 50ms and 60s")
+        return seconds
+
+    def credential_path(self) -> Path:
+        if self.credential_file:
+            return Path(self.credential_file).expanduser()
+        return Path("~/.fedq/agents").expanduser() / f"{self.name}.json"
+
+
+def load_agent_config(path: str | None) -> AgentConfig:
+    if path is None:
+        return AgentConfig()
+    return AgentConfig.model_validate(load_yaml_file(path) or {})

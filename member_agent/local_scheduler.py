@@ -1,0 +1,136 @@
+"""The member agent's local session scheduler: a policies session over this cluster's nodes.
+
+Each cycle snapshots the backend's nodes (their ``used`` already counts running work) and the
+agent's jobs, runs the configured actions (default ``enqueue, allocate, preempt, backfill``) and
+returns what to launch and what to evict. Nothing here talks to the backend or the federation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from member_agent.backends.base import NodeView
+from member_agent.tracker import LocalJob
+from policies import (
+    JobInfo,
+    NodeInfo,
+    SchedulerConf,
+    Snapshot,
+    TaskInfo,
+    TaskStatus,
+    close_session,
+    load_conf,
+    open_session,
+)
+from policies.clock import Clock
+
+DEFAULT_CONF = Path(__file__).resolve().parents[1] / "configs" / "scheduler.yaml"
+
+
+@dataclass
+class LocalPlan:
+    launches: list[tuple[LocalJob, dict[tuple[str, int], str]]] = field(default_factory=list)
+    evictions: list[tuple[LocalJob, str]] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)
+
+
+def _job_info(job: LocalJob, status: TaskStatus) -> JobInfo:
+    spec = job.spec
+    tasks: list[TaskInfo] = []
+    if spec is not None:
+        for task in spec.tasks:
+            resources = dict(task.resources)
+            tasks.extend(TaskInfo(job.job_id, task.name, i, resources, status) for i in range(task.replicas))
+    running = {(s.task_name, s.index): s for s in job.tasks.values()}
+    for info in tasks:
+        seen = running.get((info.name, info.index))
+        if seen is not None:
+            info.node = seen.node
+            info.start_time = seen.started_at
+            if seen.started_at is not None and spec is not None and spec.walltime is not None:
+                info.expected_end = seen.started_at + spec.walltime
+    return JobInfo(
+        job.job_id,
+        job.queue or "default",
+        job.tenant,
+        priority=job.priority,
+        submit_time=job.submit_time,
+        min_available=spec.min_available or 0 if spec is not None else 0,
+        preemptible=spec.preemptible if spec is not None else False,
+        walltime=spec.walltime if spec is not None else None,
+        tasks=tasks,
+        waiting_since=job.admitted_at,
+    )
+
+
+def task_key(uid: str) -> tuple[str, int]:
+    """``job/name-index`` (TaskInfo.uid) back to (task name, index)."""
+    name, _, index = uid.rsplit("/", 1)[1].rpartition("-")
+    return name, int(index)
+
+
+def _node_info(view: NodeView) -> NodeInfo:
+    return NodeInfo(
+        view.name,
+        dict(view.allocatable),
+        used={r: view.used.get(r, 0.0) for r in view.allocatable},
+        labels=dict(view.labels),
+        unschedulable=view.unschedulable,
+    )
+
+
+class LocalScheduler:
+    def __init__(self, clock: Clock, conf: SchedulerConf | None = None) -> None:
+        self.clock = clock
+        self.conf = conf if conf is not None else load_conf(DEFAULT_CONF)
+
+    @classmethod
+    def from_file(cls, clock: Clock, path: str | None) -> LocalScheduler:
+        return cls(clock, load_conf(Path(path)) if path else None)
+
+    def plan(self, pending: list[LocalJob], running: list[LocalJob], nodes: list[NodeView]) -> LocalPlan:
+        """One session: which pending jobs start where, and which running ones to evict for them."""
+        plan = LocalPlan()
+        if not pending:
+            return plan
+        by_id = {job.job_id: job for job in (*pending, *running)}
+        jobs = [_job_info(job, TaskStatus.PENDING) for job in pending if job.spec is not None]
+        jobs += [_job_info(job, TaskStatus.RUNNING) for job in running if job.spec is not None and job.tasks]
+        session = open_session(self.conf, Snapshot([_node_info(v) for v in nodes], jobs), self.clock)
+        session.run()
+        decisions = close_session(session)
+        placements: dict[str, dict[tuple[str, int], str]] = {}
+        for bind in decisions.binds:
+            placements.setdefault(bind.job, {})[task_key(bind.task)] = bind.node
+        for job_id, placement in placements.items():
+            job = by_id.get(job_id)
+            if job is not None and not job.launched:
+                plan.launches.append((job, placement))
+        evicted: set[str] = set()
+        for eviction in decisions.evictions:
+            job = by_id.get(eviction.job)
+            if job is not None and job.launched and eviction.job not in evicted:
+                evicted.add(eviction.job)
+                plan.evictions.append((job, eviction.reason))
+        for job_id, reasons in decisions.reasons.items():
+            if reasons:
+                plan.reasons[job_id] = reasons[-1].message
+        return plan
+
+    @staticmethod
+    def never_fits(pending: list[LocalJob], nodes: list[NodeView]) -> list[LocalJob]:
+        """Jobs with a task bigger than every node here: hand them back instead of holding them."""
+        shapes = [v.allocatable for v in nodes if not v.unschedulable]
+        out = []
+        for job in pending:
+            if job.spec is None:
+                continue
+            for task in job.spec.tasks:
+                if not any(
+                    all(amount <= shape.get(r, 0.0) + 1e-9 for r, amount in task.resources.items() if amount > 0)
+                    for shape in shapes
+                ):
+                    out.append(job)
+                    break
+        return out

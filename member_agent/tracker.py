@@ -1,0 +1,201 @@
+"""Job-level state on a member cluster, derived from its tasks' backend statuses.
+
+The federation sees jobs, the backend sees tasks: this is where a gang's tasks become one job state
+(Running once ``minAvailable`` run, Succeeded when all succeed, Failed on the first failure) and where
+the updates the next report carries wait until the federation has accepted them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from federation.models import JobSpecBody, JobState
+from federation.models.cluster import Assignment, RunningJob, StatusUpdate
+from member_agent.backends.base import TaskLaunch, TaskPhase, TaskStatus
+from policies.clock import Clock
+
+
+@dataclass
+class LocalJob:
+    job_id: str
+    epoch: int
+    queue: str = ""
+    tenant: str = ""
+    priority: int = 0
+    submit_time: float = 0.0
+    spec: JobSpecBody | None = None
+    tasks: dict[str, TaskStatus] = field(default_factory=dict)
+    state: JobState = JobState.ADMITTED
+    launched: bool = False
+    cancel_reason: str | None = None
+    admitted_at: float = 0.0
+    expected_tasks: int = 0  # tasks launched: an elastic job may start with fewer than all replicas
+
+    @property
+    def gang_size(self) -> int:
+        if self.spec is None:
+            return max(1, len(self.tasks))
+        return self.spec.gang_size
+
+    def resources(self) -> dict[str, float]:
+        return {} if self.spec is None else self.spec.total_resources()
+
+    def launches(self, nodes: dict[tuple[str, int], str]) -> list[TaskLaunch]:
+        """One TaskLaunch per placed task; ``nodes`` maps (task name, index) to the chosen node."""
+        assert self.spec is not None
+        launches = []
+        for task in self.spec.tasks:
+            for index in range(task.replicas):
+                node = nodes.get((task.name, index))
+                if node is None:
+                    continue
+                launches.append(
+                    TaskLaunch(
+                        job_id=self.job_id,
+                        task_name=task.name,
+                        index=index,
+                        epoch=self.epoch,
+                        node=node,
+                        resources=dict(task.resources),
+                        command=tuple(task.command),
+                        env={**task.env, "FEDQ_JOB_ID": self.job_id, "FEDQ_TASK_INDEX": str(index)},
+                        walltime=self.spec.walltime,
+                        runtime=task.runtime,
+                    )
+                )
+        return launches
+
+
+class JobTracker:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.jobs: dict[str, LocalJob] = {}
+        self._outbox: list[StatusUpdate] = []
+
+    def admit(self, assignment: Assignment) -> LocalJob | None:
+        """Take a new assignment; a repeat of one already held is ignored."""
+        held = self.jobs.get(assignment.job_id)
+        if held is not None and held.epoch >= assignment.epoch:
+            return None
+        job = LocalJob(
+            job_id=assignment.job_id,
+            epoch=assignment.epoch,
+            queue=assignment.queue,
+            tenant=assignment.tenant,
+            priority=assignment.priority,
+            submit_time=assignment.submit_time,
+            spec=assignment.spec,
+            admitted_at=self.clock.now(),
+        )
+        self.jobs[job.job_id] = job
+        self._emit(job, JobState.ADMITTED)
+        return job
+
+    def adopt(self, statuses: list[TaskStatus]) -> None:
+        """After a restart: hold the runs the backend still has, so the federation can fence them."""
+        for status in statuses:
+            job = self.jobs.get(status.job_id)
+            if job is None or job.epoch < status.epoch:
+                job = LocalJob(job_id=status.job_id, epoch=status.epoch, launched=True, state=JobState.RUNNING)
+                self.jobs[status.job_id] = job
+            if job.epoch == status.epoch:
+                job.tasks[status.task_id] = status
+
+    def known(self) -> list[tuple[str, int]]:
+        return [(job.job_id, job.epoch) for job in self.jobs.values()]
+
+    def pending(self) -> list[LocalJob]:
+        return [
+            job
+            for job in self.jobs.values()
+            if not job.launched and job.cancel_reason is None and job.state is JobState.ADMITTED
+        ]
+
+    def observe(self, status: TaskStatus) -> LocalJob | None:
+        """Fold one task status into its job; returns the job when it just failed (kill its other tasks)."""
+        job = self.jobs.get(status.job_id)
+        if job is None or job.epoch != status.epoch or job.state.terminal or job.state is JobState.PENDING:
+            return None
+        job.tasks[status.task_id] = status
+        phases = [task.phase for task in job.tasks.values()]
+        if status.phase is TaskPhase.FAILED:
+            self._emit(job, JobState.FAILED, status, reason=status.reason or f"task {status.task_id} failed")
+            return job
+        if status.phase is TaskPhase.KILLED:
+            if job.cancel_reason is not None:
+                self._emit(job, JobState.CANCELLED, status, reason=job.cancel_reason)
+            elif status.reason == "walltime":
+                self._emit(job, JobState.FAILED, status, reason=f"task {status.task_id} exceeded its walltime")
+                return job
+            else:
+                self._emit(job, JobState.PENDING, status, reason=f"evicted on this cluster: {status.reason}")
+                return job
+            return None
+        expected = job.expected_tasks or (job.spec.total_replicas if job.spec is not None else len(job.tasks))
+        if len(phases) >= expected and all(phase is TaskPhase.SUCCEEDED for phase in phases):
+            self._emit(job, JobState.SUCCEEDED, status, reason="all tasks succeeded")
+        elif job.state is JobState.ADMITTED:
+            started = sum(phase in (TaskPhase.RUNNING, TaskPhase.SUCCEEDED) for phase in phases)
+            if started >= job.gang_size:
+                self._emit(job, JobState.RUNNING, status, reason="gang running")
+        return None
+
+    def cancel(self, job: LocalJob, reason: str) -> None:
+        """Mark for cancellation; a job never launched is cancelled at once."""
+        job.cancel_reason = reason
+        if not job.launched and not job.state.terminal:
+            self._emit(job, JobState.CANCELLED, reason=reason)
+
+    def hand_back(self, job: LocalJob, reason: str) -> None:
+        """Return a job this cluster cannot run to the global queue."""
+        self._emit(job, JobState.PENDING, reason=reason)
+
+    def drop(self, job_id: str) -> LocalJob | None:
+        return self.jobs.pop(job_id, None)
+
+    def _emit(self, job: LocalJob, state: JobState, status: TaskStatus | None = None, reason: str = "") -> None:
+        job.state = state
+        when = self.clock.now()
+        if status is not None:
+            when = status.finished_at or status.started_at or when
+        self._outbox.append(
+            StatusUpdate(
+                job_id=job.job_id,
+                epoch=job.epoch,
+                state=state,
+                time=when,
+                exit_code=status.exit_code if status is not None else None,
+                reason=reason[:1024],
+                log_tail=(status.log_tail if status is not None else "")[-4096:],
+            )
+        )
+
+    def outbox(self) -> list[StatusUpdate]:
+        return list(self._outbox)
+
+    def acknowledge(self, sent: int) -> None:
+        """The federation took the first ``sent`` updates; forget them, and jobs that are finished."""
+        del self._outbox[:sent]
+        waiting = {update.job_id for update in self._outbox}
+        for job_id in [j.job_id for j in self.jobs.values() if (j.state.terminal or j.state is JobState.PENDING)]:
+            if job_id not in waiting:
+                del self.jobs[job_id]
+
+    def running(self) -> list[RunningJob]:
+        out = []
+        for job in self.jobs.values():
+            if not job.launched or job.state.terminal:
+                continue
+            starts = [t.started_at for t in job.tasks.values() if t.started_at is not None]
+            started = min(starts) if starts else None
+            walltime = job.spec.walltime if job.spec is not None else None
+            out.append(
+                RunningJob(
+                    job_id=job.job_id,
+                    epoch=job.epoch,
+                    resources=job.resources(),
+                    started_at=started,
+                    expected_end=None if started is None or walltime is None else started + walltime,
+                )
+            )
+        return out
