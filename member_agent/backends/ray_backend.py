@@ -334,6 +334,7 @@ class RayBackend:
 
 
 def status_of(state: RunState) -> TaskStatus:
+    """A runner's plain-dict state as the protocol's ``TaskStatus``."""
     info = state["info"]
     return TaskStatus(
         job_id=info["job_id"],

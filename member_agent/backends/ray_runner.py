@@ -58,7 +58,6 @@ class TaskRunner:
         log_tail_lines: int,
         stop_grace: float,
     ) -> None:
-        self._info = info
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._tail: deque[str] = deque(maxlen=max(log_tail_lines, 0))
