@@ -11,7 +11,7 @@ KILLED with reason "walltime".
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -183,7 +183,7 @@ class KubernetesBackend:
         """Block until ``poll()`` has something to return (True) or ``timeout`` seconds pass (False)."""
         return self._state.wait_until(self._state.has_changes, timeout)
 
-    def wait_until(self, predicate: Any, timeout: float) -> bool:
+    def wait_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
         """Block until ``predicate()`` holds, re-checked at every change the watches bring; False on timeout."""
         return self._state.wait_until(predicate, timeout)
 
