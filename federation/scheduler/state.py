@@ -1,0 +1,245 @@
+"""The global scheduler's in-memory view, kept up to date event by event (never rebuilt).
+
+Pending jobs live in a ``PendingIndex`` (O(log n) per change); jobs on clusters are kept per
+cluster; each cluster keeps its latest report. The store-backed service feeds it from a watch, the
+simulator feeds it directly: both then run the same cycle over ``snapshot()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from federation.models import JobRecord, JobState, QueueTree, add_resources, fits
+from federation.models.cluster import ClusterReport, NodeReport
+from policies import JobInfo, NodeInfo, NodeShape, PendingIndex, QueueInfo, Snapshot, TaskInfo, TaskStatus, Usage
+
+ON_CLUSTER = frozenset({JobState.DISPATCHED, JobState.ADMITTED, JobState.RUNNING})
+
+
+def job_info(record: JobRecord) -> JobInfo:
+    """The scheduler's compact form of a job; replicas of a task share one resources dict."""
+    spec = record.spec
+    tasks: list[TaskInfo] = []
+    for task in spec.tasks:
+        resources = task.resources
+        tasks.extend(TaskInfo(record.id, task.name, index, resources) for index in range(task.replicas))
+    return JobInfo(
+        record.id,
+        record.queue,
+        record.tenant,
+        priority=record.priority,
+        submit_time=record.submit_time,
+        min_available=spec.min_available or 0,
+        preemptible=spec.preemptible,
+        walltime=spec.walltime,
+        cluster_selector=spec.cluster_selector,
+        tasks=tasks,
+        waiting_since=_waiting_since(record),
+    )
+
+
+def _waiting_since(record: JobRecord) -> float | None:
+    """A requeued job waits from its requeue, not from its first submit."""
+    if record.attempt == 0 or not record.events:
+        return None
+    return record.events[-1].time
+
+
+@dataclass(slots=True)
+class Entry:
+    """One live (non-terminal) job: its state, where it runs, and the stored bytes to CAS against."""
+
+    info: JobInfo
+    state: JobState
+    revision: int
+    raw: bytes
+    cluster: str = ""
+    epoch: int = 0
+    started_at: float | None = None
+    running: JobInfo | None = None  # the job as the snapshot shows it on its cluster, rebuilt only on change
+
+
+@dataclass
+class ClusterView:
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+    cordoned: bool = False
+    report_time: float | None = None
+    nodes: list[NodeReport] = field(default_factory=list)
+    reported_running: set[tuple[str, int]] = field(default_factory=set)
+    expected_end: dict[str, float] = field(default_factory=dict)
+    jobs: set[str] = field(default_factory=set)
+
+
+class FederationState:
+    def __init__(self) -> None:
+        self.pending = PendingIndex()
+        self.entries: dict[str, Entry] = {}
+        self.clusters: dict[str, ClusterView] = {}
+        self.queues: dict[str, QueueInfo] = {}
+        self.tree: QueueTree | None = None
+
+    # ---- jobs --------------------------------------------------------------------------------
+
+    def upsert_job(self, record: JobRecord, revision: int, raw: bytes) -> None:
+        """Apply a job's latest stored version (stale revisions are ignored)."""
+        old = self.entries.get(record.id)
+        if old is not None and old.revision >= revision:
+            return
+        if record.state.terminal:
+            self.remove_job(record.id)
+            return
+        info = old.info if old is not None and old.raw == raw else job_info(record)
+        if old is not None and old.cluster and old.cluster != record.cluster:
+            self._leave_cluster(record.id, old.cluster)
+        entry = Entry(info, record.state, revision, raw, record.cluster, record.epoch, record.start_time)
+        self.entries[record.id] = entry
+        if record.state.queued:
+            if old is None or not old.state.queued or old.info is not info:
+                self.pending.add(info)
+        else:
+            self.pending.remove(record.id)
+        if record.state in ON_CLUSTER and record.cluster:
+            self.clusters.setdefault(record.cluster, ClusterView(record.cluster)).jobs.add(record.id)
+
+    def remove_job(self, job_id: str) -> None:
+        entry = self.entries.pop(job_id, None)
+        if entry is None:
+            return
+        self.pending.remove(job_id)
+        if entry.cluster:
+            self._leave_cluster(job_id, entry.cluster)
+
+    def _leave_cluster(self, job_id: str, cluster: str) -> None:
+        view = self.clusters.get(cluster)
+        if view is not None:
+            view.jobs.discard(job_id)
+
+    # ---- clusters and queues -----------------------------------------------------------------
+
+    def set_cluster(self, name: str, labels: dict[str, str], cordoned: bool) -> None:
+        view = self.clusters.setdefault(name, ClusterView(name))
+        view.labels = dict(labels)
+        view.cordoned = cordoned
+
+    def remove_cluster(self, name: str) -> None:
+        self.clusters.pop(name, None)
+
+    def set_report(self, name: str, time: float, report: ClusterReport) -> None:
+        view = self.clusters.setdefault(name, ClusterView(name))
+        view.report_time = time
+        view.nodes = report.nodes
+        view.reported_running = {(r.job_id, r.epoch) for r in report.running}
+        view.expected_end = {r.job_id: r.expected_end for r in report.running if r.expected_end is not None}
+
+    def set_queues(self, tree: QueueTree | None) -> None:
+        self.tree = tree
+        self.queues = {}
+        if tree is None:
+            return
+        for path, node in tree.nodes.items():
+            config = node.config
+            self.queues[path] = QueueInfo(
+                path,
+                weight=config.weight,
+                guarantee=dict(config.guarantee),
+                cap=dict(config.cap) or None,
+                accept_surplus=config.accept_surplus,
+                priority_factor=config.priority_factor,
+                half_life=config.half_life,
+            )
+
+    def never_fits(self, info: JobInfo) -> str | None:
+        """Why no joined cluster could ever hold the job, if that is certain (capacity, not load)."""
+        if not self.clusters or not any(view.nodes for view in self.clusters.values()):
+            return None
+        selector = info.cluster_selector
+        matching = [v for v in self.clusters.values() if all(v.labels.get(k) == val for k, val in selector.items())]
+        if not matching:
+            return f"no cluster has the labels {selector}"
+        for task in {id(t.resources): t for t in info.tasks}.values():
+            if not any(fits(task.resources, n.allocatable) for v in matching for n in v.nodes):
+                return f"task {task.name} needs {_show(task.resources)}: more than any node of any matching cluster"
+        need = info.min_request()
+        if not any(fits(need, _total(v.nodes)) for v in matching):
+            return f"the gang needs {_show(need)} at once: more than any matching cluster has"
+        return None
+
+    def lost_clusters(self, now: float, after: float) -> list[str]:
+        return [v.name for v in self.clusters.values() if v.report_time is None or now - v.report_time > after]
+
+    # ---- the snapshot a cycle works on ---------------------------------------------------------
+
+    def snapshot(self, now: float, lost_after: float, usage: Usage | None = None) -> Snapshot:
+        """Clusters as nodes with node shapes, free capacity net of dispatches not yet in a report."""
+        nodes: list[NodeInfo] = []
+        running: list[JobInfo] = []
+        for view in self.clusters.values():
+            node = self._cluster_node(view, now, lost_after)
+            for job_id in view.jobs:
+                entry = self.entries.get(job_id)
+                if entry is None:
+                    continue
+                job = self._running_job(entry, view)
+                running.append(job)
+                if (job_id, entry.epoch) not in view.reported_running and view.nodes:
+                    _take_in_flight(node, job)
+            nodes.append(node)
+        return Snapshot(nodes, running, dict(self.queues), usage or Usage(), pending=self.pending)
+
+    @staticmethod
+    def _cluster_node(view: ClusterView, now: float, lost_after: float) -> NodeInfo:
+        shapes = [NodeShape(dict(n.allocatable), dict(n.free), n.count) for n in view.nodes if not n.unschedulable]
+        lost = view.report_time is None or now - view.report_time > lost_after
+        return NodeInfo(view.name, {}, labels=dict(view.labels), unschedulable=view.cordoned or lost, shapes=shapes)
+
+    @staticmethod
+    def _running_job(entry: Entry, view: ClusterView) -> JobInfo:
+        info = entry.info
+        end = view.expected_end.get(info.id)
+        if end is None and entry.started_at is not None and info.walltime is not None:
+            end = entry.started_at + info.walltime
+        cached = entry.running
+        if (
+            cached is not None
+            and cached.tasks
+            and cached.tasks[0].expected_end == end
+            and cached.tasks[0].node == view.name
+        ):
+            return cached
+        tasks = [
+            TaskInfo(info.id, t.name, t.index, t.resources, TaskStatus.RUNNING, view.name, end, entry.started_at)
+            for t in info.tasks
+        ]
+        entry.running = JobInfo(
+            info.id,
+            info.queue,
+            info.tenant,
+            info.priority,
+            info.submit_time,
+            info.min_available,
+            info.preemptible,
+            info.walltime,
+            info.cluster_selector,
+            tasks,
+            entry.started_at,
+        )
+        return entry.running
+
+
+def _total(nodes: list[NodeReport]) -> dict[str, float]:
+    total: dict[str, float] = {}
+    for node in nodes:
+        add_resources(total, node.allocatable, node.count)
+    return total
+
+
+def _show(resources: dict[str, float]) -> str:
+    return ", ".join(f"{name}={amount:g}" for name, amount in sorted(resources.items()))
+
+
+def _take_in_flight(node: NodeInfo, job: JobInfo) -> None:
+    """Dispatched but not yet in the cluster's report: hold its resources so nothing double-books them."""
+    for task in job.tasks:
+        if node.fits(task.resources):
+            node.take(task.resources)
