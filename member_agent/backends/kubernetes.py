@@ -116,6 +116,8 @@ class KubernetesBackend:
         names = [name_of(pod) for pod in pods]
         if len(set(names)) != len(names):
             raise LaunchError(f"gang of job {gang[0].job_id} names the same task twice")
+        if unplaced := [task.task_id for task in gang if not task.node]:
+            raise LaunchError(f"tasks without a node cannot be bound: {', '.join(unplaced)}")
         self._state.begin_launch(names)
         created: list[client.V1Pod] = []
         creating: str | None = None

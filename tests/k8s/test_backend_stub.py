@@ -3,6 +3,8 @@ held watches, injected API errors, a restart) and the details of what the backen
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from member_agent.backends.base import Backend, LaunchError, NodeView, TaskPhase
@@ -94,6 +96,16 @@ def test_rollback_leftovers_are_deleted_on_poll(cluster: StubCluster, stub: Stub
     cluster.settle(backend)
     assert backend.poll() == []
     assert stub.pod_names() == set()
+
+
+def test_bad_gangs_are_refused_before_any_call(cluster: StubCluster, stub: StubApiServer) -> None:
+    backend = cluster.make_backend()
+    (placed,) = gang(new_job_id(), ["node-a"])
+    with pytest.raises(LaunchError, match="without a node"):
+        backend.launch([placed, replace(placed, index=1, node="")])
+    with pytest.raises(LaunchError, match="same task twice"):
+        backend.launch([placed, placed])
+    assert [r for r in stub.requests if r.method != "GET"] == []
 
 
 def test_missing_namespace_is_a_launch_error(cluster: StubCluster) -> None:
