@@ -69,11 +69,49 @@ def _index_value(record: JobRecord) -> bytes:
     return json.dumps(record.summary(), separators=(",", ":")).encode()
 
 
-def _write_ops(record: JobRecord) -> list[Op]:
+def write_ops(record: JobRecord) -> list[Op]:
     return [
         Op.put(keys.job(record.id), record.to_bytes()),
         Op.put(keys.job_index(record.state.value, record.queue, record.id), _index_value(record)),
     ]
+
+
+@dataclass(frozen=True)
+class Change:
+    """A prepared CAS write: commit ``ops`` only if ``guard`` holds (several may share one txn)."""
+
+    record: JobRecord
+    guard: Compare
+    ops: list[Op]
+
+
+def prepare_transition(
+    stored: StoredJob,
+    target: JobState,
+    *,
+    now: float,
+    reason: str = "",
+    cluster: str | None = None,
+    epoch: int | None = None,
+    extra_ops: Sequence[Op] = (),
+    **changes: Any,
+) -> Change:
+    """The record moved into ``target`` with its event appended, and the index entry moved with it."""
+    old = stored.record
+    update: dict[str, Any] = {"state": target, "reason": reason, **changes}
+    if cluster is not None:
+        update["cluster"] = cluster
+    if epoch is not None:
+        update["epoch"] = epoch
+    new = old.model_copy(update=update)
+    new.events = [
+        *old.events,
+        JobEvent(time=now, source=old.state, target=target, reason=reason, cluster=new.cluster, epoch=new.epoch),
+    ]
+    ops = [*write_ops(new), *extra_ops]
+    if (old.state, old.queue) != (new.state, new.queue):
+        ops.append(Op.delete(keys.job_index(old.state.value, old.queue, old.id)))
+    return Change(new, Compare.mod_revision(keys.job(old.id), "==", stored.revision), ops)
 
 
 class JobRepository:
@@ -82,7 +120,7 @@ class JobRepository:
 
     async def create(self, records: Sequence[JobRecord]) -> None:
         """Write new jobs in batched txns, a few in flight; if any batch fails, every one is removed."""
-        items = [(op.key, op.value) for record in records for op in _write_ops(record)]
+        items = [(op.key, op.value) for record in records for op in write_ops(record)]
         try:
             await put_many(self.store, items)
         except BaseException:
@@ -136,30 +174,19 @@ class JobRepository:
         **changes: Any,
     ) -> StoredJob:
         """CAS the record into ``target``; raises Conflict if anyone changed it since it was read."""
-        old = stored.record
-        update: dict[str, Any] = {"state": target, "reason": reason, **changes}
-        if cluster is not None:
-            update["cluster"] = cluster
-        if epoch is not None:
-            update["epoch"] = epoch
-        new = old.model_copy(update=update)
-        new.events = [
-            *old.events,
-            JobEvent(time=now, source=old.state, target=target, reason=reason, cluster=new.cluster, epoch=new.epoch),
-        ]
-        ops = [*_write_ops(new), *extra_ops]
-        if (old.state, old.queue) != (new.state, new.queue):
-            ops.append(Op.delete(keys.job_index(old.state.value, old.queue, old.id)))
-        result = await self.store.txn([Compare.mod_revision(keys.job(old.id), "==", stored.revision)], ops, [])
+        change = prepare_transition(
+            stored, target, now=now, reason=reason, cluster=cluster, epoch=epoch, extra_ops=extra_ops, **changes
+        )
+        result = await self.store.txn([change.guard], change.ops, [])
         if not result.succeeded:
-            raise Conflict(old.id)
-        return StoredJob(new, result.revision)
+            raise Conflict(change.record.id)
+        return StoredJob(change.record, result.revision)
 
     async def update(self, stored: StoredJob, *, extra_ops: Sequence[Op] = (), **changes: Any) -> StoredJob:
         """CAS a change that is not a state transition (e.g. a cancel request)."""
         new = stored.record.model_copy(update=changes)
         result = await self.store.txn(
-            [Compare.mod_revision(keys.job(new.id), "==", stored.revision)], [*_write_ops(new), *extra_ops], []
+            [Compare.mod_revision(keys.job(new.id), "==", stored.revision)], [*write_ops(new), *extra_ops], []
         )
         if not result.succeeded:
             raise Conflict(new.id)

@@ -28,7 +28,6 @@ def create_app(
     config: FederationConfig | None = None,
     clock: Clock | None = None,
     queues: QueueTreeConfig | None = None,
-    close_store: bool = False,
 ) -> FastAPI:
     """Build the API over ``store``; ``queues``, when given, is applied at start-up."""
     clock = clock or SystemClock()
@@ -50,8 +49,6 @@ def create_app(
         if queues is not None:
             await state.queues.apply(queues)
         yield
-        if close_store:
-            await store.close()
 
     app = FastAPI(title="fedq", version="0.1.0", lifespan=lifespan)
     app.state.fedq = state

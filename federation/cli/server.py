@@ -1,4 +1,4 @@
-"""``fedq server``: the API server (and, from the scheduler issue on, the global scheduler)."""
+"""``fedq server``: the API server and, when it wins the leader election, the global scheduler."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from federation.api.app import create_app
 from federation.cli.output import errors
 from federation.config import load_federation_config, load_yaml_file
 from federation.models import QueueTreeConfig
+from federation.scheduler.service import SchedulerService
 from federation.store import open_store
 from policies.clock import SystemClock
 
@@ -40,9 +41,20 @@ async def serve(args: argparse.Namespace) -> None:
     if generated:
         errors.print(f"admin token (set FEDQ_ADMIN_TOKEN to choose one): {token}", highlight=False)
     store = open_store(store_url(args.store, args.etcd), prefix=args.prefix, clock=SystemClock())
-    app = create_app(store, admin_token=token, config=config, clock=SystemClock(), queues=queues, close_store=True)
+    clock = SystemClock()
+    app = create_app(store, admin_token=token, config=config, clock=clock, queues=queues)
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level))
-    await server.serve()
+    stop = asyncio.Event()
+    scheduler = None
+    if not args.no_scheduler:
+        scheduler = asyncio.create_task(SchedulerService(store, config, clock).run(stop))
+    try:
+        await server.serve()
+    finally:
+        stop.set()
+        if scheduler is not None:
+            await scheduler
+        await store.close()
 
 
 def cmd_server(args: argparse.Namespace) -> int:
@@ -60,4 +72,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     server.add_argument("--queues", help="queue tree YAML to apply at start-up")
     server.add_argument("--config", help="federation.yaml")
     server.add_argument("--log-level", default="warning")
+    server.add_argument(
+        "--no-scheduler", action="store_true", help="serve the API only (another replica schedules)"
+    )
     server.set_defaults(func=cmd_server)

@@ -78,6 +78,7 @@ class FederationState:
         self.clusters: dict[str, ClusterView] = {}
         self.queues: dict[str, QueueInfo] = {}
         self.tree: QueueTree | None = None
+        self.marked: set[str] = set()  # queued jobs shown as Reserved or Unschedulable
 
     # ---- jobs --------------------------------------------------------------------------------
 
@@ -94,6 +95,10 @@ class FederationState:
             self._leave_cluster(record.id, old.cluster)
         entry = Entry(info, record.state, revision, raw, record.cluster, record.epoch, record.start_time)
         self.entries[record.id] = entry
+        if record.state in (JobState.RESERVED, JobState.UNSCHEDULABLE):
+            self.marked.add(record.id)
+        else:
+            self.marked.discard(record.id)
         if record.state.queued:
             if old is None or not old.state.queued or old.info is not info:
                 self.pending.add(info)
@@ -106,6 +111,7 @@ class FederationState:
         entry = self.entries.pop(job_id, None)
         if entry is None:
             return
+        self.marked.discard(job_id)
         self.pending.remove(job_id)
         if entry.cluster:
             self._leave_cluster(job_id, entry.cluster)

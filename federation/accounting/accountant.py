@@ -1,0 +1,244 @@
+"""The federation's accountant: who holds what, since when, decayed into HTCondor user priorities.
+
+Incremental: each start or stop touches only the meters of that job's tenant, its queue and the
+queue's ancestors, and its (tenant, queue, cluster) series; everything else is integrated lazily
+when read. Time comes from the events (and the injected clock for reads), never the wall clock.
+Events are applied in time order: one dated before the latest event seen is applied at that latest
+time, so the past is never rewritten and every meter agrees on the totals.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from federation import keys
+from federation.accounting import storage
+from federation.accounting.history import DEFAULT_RETENTION, DEFAULT_TIERS, History, Tier, check_tiers
+from federation.accounting.meter import Meter
+from federation.accounting.snapshot import AccountingSnapshot, SeriesKey
+from federation.store import Op, Store, put_many
+from policies import resources as res
+from policies.clock import Clock
+from policies.snapshot import ROOT, Usage
+
+
+def queue_ancestry(path: str) -> list[str]:
+    """``a.b.c`` -> ``[a.b.c, a.b, a, ""]``: the queue, its ancestors, and the root."""
+    out = []
+    while path:
+        out.append(path)
+        path = path.rsplit(".", 1)[0] if "." in path else ROOT
+    out.append(ROOT)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """A job holding resources on a cluster since ``started``."""
+
+    tenant: str
+    queue: str
+    cluster: str
+    resources: dict[str, float]
+    units: float
+    started: float
+
+
+class Accountant:
+    """Per tenant, queue and (tenant, queue, cluster): allocation now, resource-seconds, RUP, history."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        half_life: float,
+        weights: Mapping[str, float],
+        queue_half_life: Mapping[str, float] | None = None,
+        *,
+        tiers: Sequence[Tier] = DEFAULT_TIERS,
+        retention: float | None = DEFAULT_RETENTION,
+    ) -> None:
+        if half_life <= 0:
+            raise ValueError(f"half_life must be positive, got {half_life}")
+        check_tiers(tiers)
+        self.clock = clock
+        self.half_life = half_life
+        self.weights = dict(weights)
+        self.queue_half_life = dict(queue_half_life or {})
+        self.tiers = tuple(tiers)
+        self.retention = retention
+        self._reset()
+
+    def _reset(self) -> None:
+        self._time = float("-inf")
+        self._runs: dict[str, Run] = {}
+        self._tenants: dict[str, Meter] = {}
+        self._queues: dict[str, Meter] = {}
+        self._series: dict[SeriesKey, Meter] = {}
+        self._history: dict[SeriesKey, History] = {}
+        self._factors: dict[str, float] = {}
+        self._dirty: set[str] = set()
+        self._chunks: dict[str, int] = {}
+
+    # events
+
+    def start(
+        self, job_id: str, tenant: str, queue: str, cluster: str, resources: Mapping[str, float], at: float
+    ) -> None:
+        """``job_id`` holds ``resources`` from ``at``; a job already running is left as it is."""
+        if job_id in self._runs:
+            return
+        at = self._tick(at)
+        run = Run(tenant, queue, cluster, dict(resources), res.units(resources, self.weights), at)
+        self._runs[job_id] = run
+        self._apply(run, at, +1)
+
+    def stop(self, job_id: str, at: float) -> None:
+        """``job_id`` released its resources at ``at``; unknown (or already stopped) jobs are ignored."""
+        run = self._runs.pop(job_id, None)
+        if run is not None:
+            self._apply(run, self._tick(at), -1)
+
+    def set_factor(self, tenant: str, factor: float) -> None:
+        """HTCondor's priority factor: EUP = RUP x factor (higher factor, smaller slice)."""
+        if factor <= 0:
+            raise ValueError(f"priority factor must be positive, got {factor}")
+        self._factors[tenant] = factor
+        self._dirty.add(tenant)
+
+    def running(self) -> set[str]:
+        """Ids of the jobs the accountant counts as holding resources (to reconcile after a load)."""
+        return set(self._runs)
+
+    # reads
+
+    def usage(self, now: float | None = None) -> Usage:
+        """The scheduler's fair-share inputs at ``now``, computed without moving any meter."""
+        at = self.clock.now() if now is None else now
+        return Usage(
+            queue_rup={q: m.rup_at(at) for q, m in self._queues.items()},
+            tenant_rup={t: m.rup_at(at) for t, m in self._tenants.items()},
+            tenant_factor={t: self._factors.get(t, 1.0) for t in self._tenants.keys() | self._factors.keys()},
+        )
+
+    def advance(self, now: float | None = None) -> float:
+        """Integrate every meter and history up to ``now`` (default: the clock); returns the time used."""
+        at = self._tick(self.clock.now() if now is None else now)
+        for meter in (*self._tenants.values(), *self._queues.values()):
+            meter.advance(at)
+        for key in self._series:
+            self._advance_series(key, at)
+        return at
+
+    def snapshot(self, now: float | None = None) -> AccountingSnapshot:
+        at = self.advance(now)
+        return AccountingSnapshot(
+            time=at,
+            weights=dict(self.weights),
+            tenants={t: m.copy() for t, m in self._tenants.items()},
+            queues={q: m.copy() for q, m in self._queues.items()},
+            series={k: m.copy() for k, m in self._series.items()},
+            history={k: h.copy() for k, h in self._history.items()},
+            factors=dict(self._factors),
+        )
+
+    # persistence
+
+    async def save(self, store: Store) -> int:
+        """Write the queue meters and every tenant changed since the last save; returns the revision."""
+        at = self.advance()
+        changed = self._dirty | {t for t, m in self._tenants.items() if m.runs}
+        items: list[tuple[str, bytes]] = [
+            (storage.QUEUES, storage.dumps({"t": at, "q": {q: m.encode() for q, m in self._queues.items()}}))
+        ]
+        stale: list[str] = []
+        for tenant in sorted(changed):
+            chunks = list(
+                storage.chunked(
+                    [job_id, run.queue, run.cluster, run.started, run.resources]
+                    for job_id, run in self._runs.items()
+                    if run.tenant == tenant
+                )
+            )
+            items += [(storage.runs_key(tenant, i), chunk) for i, chunk in enumerate(chunks)]
+            stale += [storage.runs_key(tenant, i) for i in range(len(chunks), self._chunks.get(tenant, 0))]
+            self._chunks[tenant] = len(chunks)
+            own = [key for key in self._series if key[0] == tenant]
+            doc = {
+                "m": self._tenants[tenant].encode() if tenant in self._tenants else None,
+                "f": self._factors.get(tenant),
+                "s": [[q, c, self._series[(t, q, c)].encode()] for t, q, c in own],
+                "c": len(chunks),
+            }
+            items.append((storage.tenant_key(tenant), storage.dumps(doc)))
+            items += [(storage.history_key(*key), storage.dumps(self._history[key].encode())) for key in own]
+        revision = await put_many(store, items)
+        for start in range(0, len(stale), store.max_txn_ops):
+            revision = (await store.txn((), [Op.delete(k) for k in stale[start : start + store.max_txn_ops]])).revision
+        self._dirty.clear()
+        return revision
+
+    async def load(self, store: Store) -> None:
+        """Replace this accountant's state with the one saved in ``store`` (empty if none was)."""
+        self._reset()
+        queues = await store.get(storage.QUEUES)
+        if queues is not None:
+            doc = json.loads(queues.value)
+            self._time = float(doc["t"])
+            self._queues = {q: Meter.decode(m, self._queue_half_life(q)) for q, m in doc["q"].items()}
+        runs = {kv.key: json.loads(kv.value) for kv in await store.range(storage.RUNS)}
+        for kv in await store.range(storage.TENANTS):
+            tenant = kv.key.removeprefix(storage.TENANTS)
+            doc = json.loads(kv.value)
+            if doc["m"] is not None:
+                self._tenants[tenant] = Meter.decode(doc["m"], self.half_life)
+            if doc["f"] is not None:
+                self._factors[tenant] = float(doc["f"])
+            for queue, cluster, meter in doc["s"]:
+                self._series[(tenant, queue, cluster)] = Meter.decode(meter, None)
+                self._history[(tenant, queue, cluster)] = History(self.tiers)
+            self._chunks[tenant] = int(doc["c"])
+            for chunk in range(self._chunks[tenant]):
+                for job_id, queue, cluster, started, amounts in runs.get(storage.runs_key(tenant, chunk), []):
+                    self._runs[job_id] = Run(
+                        tenant, queue, cluster, amounts, res.units(amounts, self.weights), float(started)
+                    )
+        for kv in await store.range(keys.HISTORY):
+            key = storage.parse_history_key(kv.key)
+            if key in self._series:
+                self._history[key] = History.decode(json.loads(kv.value), self.tiers)
+
+    # internals
+
+    def _tick(self, at: float) -> float:
+        self._time = max(self._time, at)
+        return self._time
+
+    def _queue_half_life(self, queue: str) -> float:
+        return self.queue_half_life.get(queue, self.half_life)
+
+    def _apply(self, run: Run, at: float, sign: int) -> None:
+        tenant = self._tenants.get(run.tenant)
+        if tenant is None:
+            tenant = self._tenants[run.tenant] = Meter(self.half_life, at)
+        tenant.change(at, run.resources, run.units, sign)
+        for path in queue_ancestry(run.queue):
+            meter = self._queues.get(path)
+            if meter is None:
+                meter = self._queues[path] = Meter(self._queue_half_life(path), at)
+            meter.change(at, run.resources, run.units, sign)
+        key = (run.tenant, run.queue, run.cluster)
+        if key not in self._series:
+            self._series[key] = Meter(None, at)
+            self._history[key] = History(self.tiers)
+        self._advance_series(key, at)
+        self._series[key].change(at, run.resources, run.units, sign)
+        self._dirty.add(run.tenant)
+
+    def _advance_series(self, key: SeriesKey, now: float) -> None:
+        meter, history = self._series[key], self._history[key]
+        if meter.runs and now > meter.last:
+            history.add(meter.last, now, meter.units, meter.rates)
+        meter.advance(now)
+        history.compact(now, self.retention)

@@ -1,0 +1,181 @@
+"""Downsampled usage history of one series: resource-seconds in time buckets of a few widths.
+
+New usage lands in the finest tier (per minute by default). A bucket moves into the next tier's
+bucket that contains it once that whole coarser bucket is older than the tier's ``keep`` (per
+minute for the last day, per hour for the last 30 days, per day beyond). Moving only adds numbers
+into a bucket that covers the same time, so totals over whole coarse buckets never change; buckets
+that end more than ``retention`` ago are dropped.
+
+Reading a window: a bucket inside it counts whole; a bucket the window cuts counts in proportion to
+the overlap, as if usage were spread evenly over the bucket (exact when the window starts and ends
+on bucket bounds, or when the rate was constant over the bucket).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+MINUTE, HOUR, DAY = 60.0, 3600.0, 86400.0
+
+
+@dataclass(frozen=True, slots=True)
+class Tier:
+    """Buckets ``width`` seconds wide, kept at this width while younger than ``keep`` (None: for ever)."""
+
+    width: float
+    keep: float | None
+
+
+DEFAULT_TIERS = (Tier(MINUTE, DAY), Tier(HOUR, 30 * DAY), Tier(DAY, None))
+DEFAULT_RETENTION = 400 * DAY
+
+
+def check_tiers(tiers: Sequence[Tier]) -> None:
+    """Each width must divide the next (so a coarse bucket is a union of fine ones); only the last keeps for ever."""
+    if not tiers:
+        raise ValueError("at least one history tier is needed")
+    for fine, coarse in zip(tiers, tiers[1:], strict=False):
+        ratio = coarse.width / fine.width
+        if ratio < 1 or abs(ratio - round(ratio)) > 1e-9:
+            raise ValueError(f"tier width {coarse.width:g} s is not a multiple of {fine.width:g} s")
+        if fine.keep is None:
+            raise ValueError("only the last history tier may keep its buckets for ever")
+    if any(tier.width <= 0 for tier in tiers):
+        raise ValueError("history tier widths must be positive")
+
+
+@dataclass(frozen=True, slots=True)
+class Amounts:
+    """Weighted unit-seconds and resource-seconds per resource."""
+
+    unit_seconds: float
+    seconds: dict[str, float]
+
+
+class History:
+    """The buckets of one series. A cell is ``[unit-seconds, seconds of resources[0], ...]``."""
+
+    __slots__ = ("tiers", "resources", "_index", "buckets")
+
+    def __init__(self, tiers: Sequence[Tier] = DEFAULT_TIERS) -> None:
+        self.tiers = tuple(tiers)
+        self.resources: list[str] = []
+        self._index: dict[str, int] = {}
+        # Per tier, bucket start -> cell, in time order (usage is only ever added at the present).
+        self.buckets: list[dict[float, list[float]]] = [{} for _ in self.tiers]
+
+    def add(self, start: float, end: float, units: float, rates: Mapping[str, float]) -> None:
+        """Record a constant allocation over ``[start, end)``, split exactly at bucket bounds."""
+        if end <= start or (units == 0 and not any(rates.values())):
+            return
+        vector = [units] + [0.0] * len(self.resources)
+        for name, rate in rates.items():
+            slot = self._slot(name)
+            if slot >= len(vector):
+                vector.extend([0.0] * (slot + 1 - len(vector)))
+            vector[slot] = rate
+        width = self.tiers[0].width
+        cells = self.buckets[0]
+        bucket = math.floor(start / width) * width
+        while bucket < end:
+            overlap = min(end, bucket + width) - max(start, bucket)
+            _accumulate(cells.setdefault(bucket, []), vector, overlap)
+            bucket += width
+
+    def compact(self, now: float, retention: float | None) -> None:
+        """Move buckets whose coarser bucket is past the tier's ``keep``; drop those past ``retention``."""
+        for level, tier in enumerate(self.tiers[:-1]):
+            assert tier.keep is not None
+            coarse_width = self.tiers[level + 1].width
+            fine, coarse = self.buckets[level], self.buckets[level + 1]
+            while fine:
+                start = next(iter(fine))
+                parent = math.floor(start / coarse_width) * coarse_width
+                if parent + coarse_width > now - tier.keep:
+                    break
+                _accumulate(coarse.setdefault(parent, []), fine.pop(start))
+        if retention is not None:
+            for tier, cells in zip(self.tiers, self.buckets, strict=True):
+                while cells and next(iter(cells)) + tier.width <= now - retention:
+                    del cells[next(iter(cells))]
+
+    def cells(self) -> Iterator[tuple[float, float, list[float]]]:
+        """Every bucket as (start, width, cell), coarse tiers first."""
+        for tier, cells in zip(reversed(self.tiers), reversed(self.buckets), strict=True):
+            for start, cell in cells.items():
+                yield start, tier.width, cell
+
+    def total(self) -> Amounts:
+        return self.binned([-math.inf, math.inf])[0]
+
+    def binned(self, edges: Sequence[float]) -> list[Amounts]:
+        """Usage in each ``[edges[i], edges[i+1])``, partial buckets in proportion to their overlap."""
+        sums = [[0.0] * (len(self.resources) + 1) for _ in range(max(len(edges) - 1, 0))]
+        for start, width, cell in self.cells():
+            end = start + width
+            i = max(bisect_right(edges, start) - 1, 0)
+            while i < len(sums) and edges[i] < end:
+                overlap = min(end, edges[i + 1]) - max(start, edges[i])
+                if overlap > 0:
+                    fraction = 1.0 if overlap >= width else overlap / width
+                    row = sums[i]
+                    for k, amount in enumerate(cell):
+                        row[k] += amount * fraction
+                i += 1
+        return [
+            Amounts(row[0], {name: row[k + 1] for k, name in enumerate(self.resources) if row[k + 1]}) for row in sums
+        ]
+
+    def _slot(self, name: str) -> int:
+        slot = self._index.get(name)
+        if slot is None:
+            self.resources.append(name)
+            slot = self._index[name] = len(self.resources)
+        return slot
+
+    def copy(self) -> History:
+        other = History(self.tiers)
+        other.resources = list(self.resources)
+        other._index = dict(self._index)
+        other.buckets = [{start: list(cell) for start, cell in cells.items()} for cells in self.buckets]
+        return other
+
+    def encode(self) -> dict[str, Any]:
+        """Compact JSON: resource names once, then ``[start, unit-seconds, seconds...]`` rows per tier."""
+        return {
+            "r": self.resources,
+            "b": [
+                [tier.width, [[start, *cell] for start, cell in cells.items()]]
+                for tier, cells in zip(self.tiers, self.buckets, strict=True)
+            ],
+        }
+
+    @classmethod
+    def decode(cls, data: Mapping[str, Any], tiers: Sequence[Tier] = DEFAULT_TIERS) -> History:
+        """Rebuild from ``encode``; buckets of a width no longer configured go to the next wider tier."""
+        history = cls(tiers)
+        for name in data["r"]:
+            history._slot(str(name))
+        for width, rows in data["b"]:
+            level = next((i for i, tier in enumerate(history.tiers) if tier.width >= float(width)), None)
+            if level is None:
+                level = len(history.tiers) - 1
+            tier_width = history.tiers[level].width
+            cells = history.buckets[level]
+            for row in rows:
+                start = math.floor(float(row[0]) / tier_width) * tier_width
+                _accumulate(cells.setdefault(start, []), [float(v) for v in row[1:]])
+        history.buckets = [dict(sorted(cells.items())) for cells in history.buckets]
+        return history
+
+
+def _accumulate(cell: list[float], values: Sequence[float], times: float = 1.0) -> None:
+    """``cell += times * values``, growing ``cell`` when a resource was first seen after it was made."""
+    if len(cell) < len(values):
+        cell.extend([0.0] * (len(values) - len(cell)))
+    for i, amount in enumerate(values):
+        cell[i] += amount * times

@@ -1,0 +1,116 @@
+"""Committing the cycle's plan: CAS changes batched into txns under the leader's fence.
+
+Each change is guarded by its job's ``mod_revision``; a batch is one txn (up to etcd's op limit).
+If a batch fails because one job moved meanwhile, its changes are retried one by one so the others
+still land; a failing fence means we are no longer leader and nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from federation import keys
+from federation.jobs import Change, StoredJob, cancel_op, prepare_transition, write_ops
+from federation.models import JobRecord, JobState
+from federation.scheduler.state import Entry, FederationState
+from federation.store import Compare, Op, Store
+
+
+class Deposed(Exception):
+    """The leader fence failed: another scheduler leads now."""
+
+
+def stored_of(entry: Entry) -> StoredJob:
+    return StoredJob(JobRecord.from_bytes(entry.raw), entry.revision)
+
+
+class Committer:
+    def __init__(self, store: Store, state: FederationState, fence: Callable[[], Compare | None]) -> None:
+        self.store = store
+        self.state = state
+        self.fence = fence
+
+    async def commit(self, changes: Sequence[Change]) -> list[Change]:
+        """Write what can be written; returns the changes that landed (and applies them to the state)."""
+        landed: list[Change] = []
+        limit = self.store.max_txn_ops
+        batch: list[Change] = []
+        size = 0
+        for change in changes:
+            if batch and (size + len(change.ops) > limit or len(batch) + 2 > limit):
+                landed += await self._batch(batch)
+                batch, size = [], 0
+            batch.append(change)
+            size += len(change.ops)
+        if batch:
+            landed += await self._batch(batch)
+        return landed
+
+    async def _batch(self, batch: list[Change]) -> list[Change]:
+        fence = self.fence()
+        guards = [change.guard for change in batch] + ([fence] if fence is not None else [])
+        result = await self.store.txn(guards, [op for change in batch for op in change.ops], [])
+        if result.succeeded:
+            self._apply(batch, result.revision)
+            return batch
+        if fence is not None and not (await self.store.txn([fence], [], [])).succeeded:
+            raise Deposed("the leader key is no longer ours")
+        landed = []
+        for change in batch:
+            single = await self.store.txn([change.guard, *([fence] if fence is not None else [])], change.ops, [])
+            if single.succeeded:
+                self._apply([change], single.revision)
+                landed.append(change)
+        return landed
+
+    def _apply(self, changes: list[Change], revision: int) -> None:
+        for change in changes:
+            self.state.upsert_job(change.record, revision, change.record.to_bytes())
+
+
+def dispatch_change(entry: Entry, cluster: str, now: float) -> Change:
+    """Pending -> Dispatched(cluster, epoch+1), with the assignment the cluster's agent will pick up."""
+    stored = stored_of(entry)
+    epoch = stored.record.epoch + 1
+    return prepare_transition(
+        stored,
+        JobState.DISPATCHED,
+        now=now,
+        reason=f"dispatched to {cluster}",
+        cluster=cluster,
+        epoch=epoch,
+        extra_ops=[Op.put(keys.assignment(cluster, stored.record.id), b"")],
+    )
+
+
+def requeue_change(entry: Entry, now: float, reason: str) -> Change:
+    """Back to the global queue; the next dispatch gets a new epoch, which fences the old run."""
+    stored = stored_of(entry)
+    record = stored.record
+    return prepare_transition(
+        stored,
+        JobState.PENDING,
+        now=now,
+        reason=reason,
+        cluster="",
+        attempt=record.attempt + 1,
+        start_time=None,
+        cancel_requested=False,
+        extra_ops=[
+            Op.delete(keys.assignment(record.cluster, record.id)),
+            Op.delete(keys.cancel(record.cluster, record.id)),
+        ],
+    )
+
+
+def mark_change(entry: Entry, target: JobState, now: float, reason: str) -> Change:
+    """Pending <-> Reserved <-> Unschedulable: visible reasons for waiting, no cluster involved."""
+    return prepare_transition(stored_of(entry), target, now=now, reason=reason)
+
+
+def reclaim_change(entry: Entry, reason: str) -> Change:
+    """Ask the job's agent to stop it and give it back to the queue (preemption for reclaim)."""
+    stored = stored_of(entry)
+    record = stored.record.model_copy(update={"cancel_requested": True, "reason": f"preempted: {reason}"})
+    ops = [*write_ops(record), cancel_op(record, f"preempted: {reason}", requeue=True)]
+    return Change(record, Compare.mod_revision(keys.job(record.id), "==", stored.revision), ops)

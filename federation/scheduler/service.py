@@ -1,0 +1,241 @@
+"""The scheduler as a service: elect a leader, mirror the store into memory, cycle, commit.
+
+Only the leader schedules. It loads the store once (one snapshot), then follows a watch from the
+snapshot's revision, so every change is applied incrementally and none is missed. Each cycle it
+requeues jobs of lost clusters, plans, and commits dispatches, reservations, Unschedulable marks
+and reclaim requests, then publishes what ``fedq explain`` needs under ``sched/status``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections import deque
+from typing import Any
+
+import structlog
+
+from federation import keys
+from federation.config import FederationConfig
+from federation.jobs import Change
+from federation.leader import LeaderElection
+from federation.models import JobRecord, JobState, QueueTree, QueueTreeConfig
+from federation.models.cluster import ClusterRecord, ClusterReport
+from federation.scheduler.conf import global_conf
+from federation.scheduler.cycle import CyclePlan, GlobalScheduler
+from federation.scheduler.dispatch import (
+    Committer,
+    Deposed,
+    dispatch_change,
+    mark_change,
+    reclaim_change,
+    requeue_change,
+)
+from federation.scheduler.state import ON_CLUSTER, FederationState
+from federation.store import CompactedError, KeyValue, Store, StoreError, WatchEvent
+from policies import Usage
+from policies.clock import Clock
+
+log = structlog.get_logger("fedq.scheduler")
+
+STATUS_KEY = "sched/status"
+MAX_PUBLISHED_REASONS = 2000
+
+
+class SchedulerService:
+    def __init__(
+        self,
+        store: Store,
+        config: FederationConfig,
+        clock: Clock,
+        *,
+        identity: str | None = None,
+        leader_ttl: float = 5.0,
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.clock = clock
+        self.election = LeaderElection(store, ttl=leader_ttl, identity=identity)
+        self.scheduler = GlobalScheduler(config, clock)
+        self.state: FederationState | None = None
+        self.committer: Committer | None = None
+        self.last_plan: CyclePlan | None = None
+        self.usage_source: Any = None  # an Accountant once accounting is wired; None = no usage history
+        self._watch: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._evictions: deque[float] = deque()
+        self._published = b""
+
+    # ---- loading and following the store -----------------------------------------------------
+
+    async def load(self) -> None:
+        state = FederationState()
+        snapshot = await self.store.snapshot("")
+        for kv in snapshot.kvs:
+            self._apply_kv(state, kv)
+        self.state = state
+        self.committer = Committer(self.store, state, self._fence)
+        self._watch = asyncio.create_task(self._follow(snapshot.revision + 1))
+        log.info("scheduler state loaded", jobs=len(state.entries), pending=len(state.pending))
+
+    async def _follow(self, revision: int) -> None:
+        try:
+            async for event in self.store.watch("", start_revision=revision):
+                if self.state is None:
+                    return
+                self._apply_event(self.state, event)
+        except CompactedError:
+            log.warning("watch history compacted; reloading")
+            self.state = None
+
+    def _apply_event(self, state: FederationState, event: WatchEvent) -> None:
+        if event.type == "put" and event.kv is not None:
+            self._apply_kv(state, event.kv)
+            if event.key.startswith((keys.JOBS, keys.REPORTS)):
+                self._wake.set()
+            return
+        key = event.key
+        if key.startswith(keys.JOBS):
+            state.remove_job(key.removeprefix(keys.JOBS))
+        elif key.startswith(keys.CLUSTERS):
+            state.remove_cluster(key.removeprefix(keys.CLUSTERS))
+        elif key == keys.QUEUES:
+            state.set_queues(None)
+
+    @staticmethod
+    def _apply_kv(state: FederationState, kv: KeyValue) -> None:
+        key = kv.key
+        if key.startswith(keys.JOBS):
+            state.upsert_job(JobRecord.from_bytes(kv.value), kv.mod_revision, kv.value)
+        elif key.startswith(keys.CLUSTERS):
+            record = ClusterRecord.model_validate_json(kv.value)
+            state.set_cluster(record.name, record.labels, record.cordoned)
+        elif key.startswith(keys.REPORTS):
+            body = json.loads(kv.value)
+            state.set_report(key.removeprefix(keys.REPORTS), body["time"], ClusterReport.model_validate(body["report"]))
+        elif key == keys.QUEUES:
+            state.set_queues(QueueTree(QueueTreeConfig.model_validate_json(kv.value)))
+
+    def _fence(self) -> Any:
+        return self.election.fence()
+
+    # ---- the loop ------------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                if await self.election.try_acquire():
+                    if self.state is None:
+                        await self.load()
+                    await self.cycle()
+                else:
+                    await self._step_down()
+            except Deposed:
+                log.warning("deposed while committing; stepping down")
+                await self._step_down()
+            except StoreError as exc:
+                log.warning("store error in scheduler loop", error=str(exc))
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wait(stop), timeout=self.config.cycle_period)
+        await self._step_down()
+        await self.election.resign()
+
+    async def _wait(self, stop: asyncio.Event) -> None:
+        waiters = [asyncio.create_task(stop.wait()), asyncio.create_task(self._wake.wait())]
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+
+    async def _step_down(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._watch
+            self._watch = None
+        self.state = None
+
+    async def cycle(self) -> CyclePlan:
+        assert self.state is not None and self.committer is not None
+        now = self.clock.now()
+        await self._requeue_lost(now)
+        usage = self.usage_source.usage(now) if self.usage_source is not None else Usage()
+        plan = self.scheduler.plan(self.state, usage, self._conf(now))
+        changes: list[Change] = []
+        for job_id, cluster in plan.dispatches:
+            entry = self.state.entries.get(job_id)
+            if entry is not None and entry.state.queued:
+                changes.append(dispatch_change(entry, cluster, now))
+        changes += self._marks(plan, now)
+        for job_id, _cluster, reason in plan.evictions:
+            entry = self.state.entries.get(job_id)
+            if entry is not None and entry.state in ON_CLUSTER:
+                changes.append(reclaim_change(entry, reason))
+                self._evictions.append(now)
+        await self.committer.commit(changes)
+        await self._publish(plan, now)
+        self.last_plan = plan
+        return plan
+
+    def _conf(self, now: float) -> Any:
+        """Reclaim's eviction budget is what is left of this minute's allowance."""
+        while self._evictions and now - self._evictions[0] > 60:
+            self._evictions.popleft()
+        budget = max(0, self.config.reclaim.max_per_minute - len(self._evictions))
+        return global_conf(self.config, reclaim_budget=budget)
+
+    def _marks(self, plan: CyclePlan, now: float) -> list[Change]:
+        """State marks for waiting jobs; only jobs the plan names or that carry a mark are looked at."""
+        assert self.state is not None
+        changes = []
+        dispatched = {job for job, _ in plan.dispatches}
+        for job_id in set(plan.unschedulable) | set(plan.reservations) | self.state.marked:
+            entry = self.state.entries.get(job_id)
+            if entry is None or not entry.state.queued or job_id in dispatched:
+                continue
+            if job_id in plan.unschedulable:
+                if entry.state is not JobState.UNSCHEDULABLE:
+                    changes.append(mark_change(entry, JobState.UNSCHEDULABLE, now, plan.unschedulable[job_id]))
+            elif job_id in plan.reservations:
+                if entry.state is not JobState.RESERVED:
+                    reservation = plan.reservations[job_id]
+                    where = ", ".join(sorted(reservation.nodes))
+                    reason = f"reserved on {where} from {reservation.start:.0f}"
+                    changes.append(mark_change(entry, JobState.RESERVED, now, reason))
+            elif entry.state is not JobState.PENDING:
+                changes.append(mark_change(entry, JobState.PENDING, now, "waiting"))
+        return changes
+
+    async def _requeue_lost(self, now: float) -> None:
+        assert self.state is not None and self.committer is not None
+        changes = []
+        for name in self.state.lost_clusters(now, self.config.cluster.requeue_after):
+            view = self.state.clusters[name]
+            for job_id in list(view.jobs):
+                entry = self.state.entries.get(job_id)
+                if entry is not None and entry.state in ON_CLUSTER:
+                    changes.append(requeue_change(entry, now, f"requeued: cluster {name} lost"))
+        if changes:
+            landed = await self.committer.commit(changes)
+            log.warning("requeued jobs of lost clusters", jobs=len(landed))
+
+    async def _publish(self, plan: CyclePlan, now: float) -> None:
+        """What explain needs from the leader: reasons, reservations, cycle time."""
+        reasons = dict(list(plan.reasons.items())[:MAX_PUBLISHED_REASONS])
+        body = {
+            "time": now,
+            "cycle_seconds": round(plan.seconds, 4),
+            "reasons": {job: [[r.code, r.source, r.message] for r in rs] for job, rs in reasons.items()},
+            "queue_reasons": {q: [r.code, r.source, r.message] for q, r in plan.queue_reasons.items()},
+            "reservations": {
+                job: {"clusters": r.nodes, "start": r.start, "end": r.end} for job, r in plan.reservations.items()
+            },
+            "unschedulable": plan.unschedulable,
+        }
+        data = json.dumps({k: v for k, v in body.items() if k != "time"}, sort_keys=True).encode()
+        if data != self._published:
+            await self.store.put(STATUS_KEY, json.dumps(body).encode())
+            self._published = data
