@@ -43,21 +43,51 @@ def test_manifests_are_schema_valid() -> None:
     )
 
 
-def test_deployment_runs_one_agent_with_the_join_token() -> None:
+def agent_container() -> dict[str, Any]:
     (deployment,) = [d for d in documents() if d["kind"] == "Deployment"]
     spec = deployment["spec"]
     assert spec["replicas"] == 1 and spec["strategy"]["type"] == "Recreate"
     pod = spec["template"]["spec"]
     assert (deployment["metadata"]["namespace"], pod["serviceAccountName"]) == AGENT
     (container,) = pod["containers"]
-    command = container["command"] + container["args"]
-    assert command[:3] == ["fedq", "agent", "join"]
-    flags = dict(zip(command[3::2], command[4::2], strict=True))
-    assert flags["--backend"] == "kubernetes" and flags["--namespace"] == JOBS_NAMESPACE
-    token_var = re.fullmatch(r"\$\((\w+)\)", flags["--token"])
-    assert token_var is not None
-    (token_env,) = [e for e in container["env"] if e["name"] == token_var.group(1)]
-    assert token_env["valueFrom"]["secretKeyRef"] == {"name": "fedq-join", "key": "token"}
+    return dict(container)
+
+
+def test_agent_token_comes_from_the_secret() -> None:
+    env = {e["name"]: e for e in agent_container()["env"]}
+    assert env["FEDQ_JOIN_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "fedq-join", "key": "token"}
+
+
+@pytest.mark.skipif(shutil.which("sh") is None, reason="no POSIX shell")
+def test_agent_joins_once_then_runs_with_its_credential(tmp_path: Path) -> None:
+    """Run the container's script with a stand-in ``fedq`` that records its arguments (and, on join,
+    stores a credential as the real one does): the first start joins, a restart runs."""
+    container = agent_container()
+    fake = tmp_path / "bin" / "fedq"
+    fake.parent.mkdir()
+    fake.write_text(
+        '#!/bin/sh\nprintf "%s\\n" "$*" >> "$CALLS"\n[ "$2" = join ] && echo "{}" > "$FEDQ_CREDENTIAL"\nexit 0\n'
+    )
+    fake.chmod(0o755)
+    env = {
+        "PATH": f"{fake.parent}:/usr/bin:/bin",
+        "CALLS": str(tmp_path / "calls"),
+        "FEDQ_CREDENTIAL": str(tmp_path / "credential.json"),
+        "FEDQ_SERVER": "https://fed.example",
+        "FEDQ_JOIN_TOKEN": "tok-123",
+        "FEDQ_CLUSTER_NAME": "west",
+    }
+    for _ in range(2):
+        subprocess.run([*container["command"], *container["args"]], env=env, check=True, timeout=30)
+    joined, ran = (tmp_path / "calls").read_text().splitlines()
+    assert joined == (
+        "agent join --server https://fed.example --token tok-123 --name west"
+        f" --backend kubernetes --namespace {JOBS_NAMESPACE} --credential-file {env['FEDQ_CREDENTIAL']}"
+    )
+    assert ran == (
+        "agent run --server https://fed.example --name west"
+        f" --backend kubernetes --namespace {JOBS_NAMESPACE} --credential-file {env['FEDQ_CREDENTIAL']}"
+    )
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
