@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from federation import up
 from federation.cli import admin, jobs, server
 from federation.cli.context import common_options
 from federation.cli.output import fail
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     jobs.register(sub, common)
     admin.register(sub, common)
     agent_cli.register(sub)
+    up.register(sub)
     return parser
 
 

