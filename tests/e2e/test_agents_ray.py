@@ -1,0 +1,86 @@
+"""Jobs submitted through the API run for real on the Ray backend, through a real server on real etcd
+and a real member agent process (DESIGN 3.5; issue 4 acceptance 1)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from federation.launcher import wait_until
+from federation.store import EtcdServer
+from tests.e2e.cluster import Federation, job
+
+pytestmark = [pytest.mark.etcd, pytest.mark.ray, pytest.mark.slow]
+PY = sys.executable
+
+
+@pytest.fixture(scope="module")
+def federation(
+    etcd_server: EtcdServer, ray_cluster: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Federation]:
+    fed = Federation(etcd_server.endpoint, tmp_path_factory.mktemp("fed-ray"))
+    try:
+        fed.join("ray-a", "ray", "--ray-address", ray_cluster, "--labels", "backend=ray")
+        yield fed
+    finally:
+        fed.close()
+
+
+def test_exit_codes_become_job_states(federation: Federation) -> None:
+    ok = federation.submit(job("ok", command=[PY, "-c", "print('fine')"]))
+    bad = federation.submit(job("bad", command=[PY, "-c", "import sys; print('about to fail'); sys.exit(3)"]))
+    done = federation.wait_state(ok, {"Succeeded", "Failed"})
+    assert (done["state"], done["cluster"], done["exit_code"]) == ("Succeeded", "ray-a", 0)
+    failed = federation.wait_state(bad, {"Succeeded", "Failed"})
+    assert (failed["state"], failed["exit_code"]) == ("Failed", 3)
+    assert "about to fail" in failed["log_tail"]
+    assert [e["to"] for e in done["events"]][:2] == ["Pending", "Dispatched"]
+
+
+def test_a_gang_starts_all_together(federation: Federation, tmp_path: Path) -> None:
+    """Each task marks itself started, then waits for all three marks: only a gang started together succeeds."""
+    script = (
+        "import os, pathlib, sys, time; d = pathlib.Path(sys.argv[1]);"
+        "(d / os.environ['FEDQ_TASK_INDEX']).touch();"
+        "deadline = time.time() + 20;"
+        "ok = lambda: len(list(d.iterdir())) == 3;"
+        "[time.sleep(0.05) for _ in iter(lambda: ok() or time.time() > deadline, True)];"
+        "sys.exit(0 if ok() else 7)"
+    )
+    gang = federation.submit(job("gang", command=[PY, "-c", script, str(tmp_path)], replicas=3, min_available=3))
+    done = federation.wait_state(gang, {"Succeeded", "Failed"})
+    assert done["state"] == "Succeeded", done
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["0", "1", "2"]
+
+
+def test_cancel_stops_a_running_task(federation: Federation, tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    script = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    job_id = federation.submit(job("sleeper", command=[PY, "-c", script]))
+    federation.wait_state(job_id, {"Running"})
+    pid = int(wait_until(lambda: pid_file.exists() and pid_file.read_text(), 30, "the task to write its pid"))
+    federation.admin.cancel(job_id)
+    done = federation.wait_state(job_id, {"Cancelled", "Failed", "Succeeded"})
+    assert done["state"] == "Cancelled"
+    wait_until(lambda: not _alive(pid), 15, f"process {pid} to be gone")
+
+
+def test_walltime_kills_an_overrunning_task(federation: Federation) -> None:
+    job_id = federation.submit(job("overrun", command=[PY, "-c", "import time; time.sleep(120)"], walltime="2s"))
+    done = federation.wait_state(job_id, {"Succeeded", "Failed", "Cancelled"})
+    assert done["state"] == "Failed"
+    assert "walltime" in done["reason"]
+    running = next(e for e in done["events"] if e["to"] == "Running")
+    assert done["end_time"] - running["time"] < 30
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
