@@ -91,7 +91,8 @@ class Federation:
             return wait_until(reached, timeout, f"job {job_id} to reach {sorted(states)}", interval=0.1)
         except TimeoutError as exc:
             logs = "\n".join(f"--- {n}\n{a.log(2000)}" for n, a in self.agents.items())
-            raise AssertionError(f"{exc}; job is {self.admin.job(job_id)}\n{logs}\n--- server\n{self.server.log(2000)}")
+            details = f"job is {self.admin.job(job_id)}\n{logs}\n--- server\n{self.server.log(2000)}"
+            raise AssertionError(f"{exc}; {details}") from None
 
     def close(self) -> None:
         self.stack.close()
