@@ -31,7 +31,7 @@ class CredentialRejected(RuntimeError):
 class Agent:
     def __init__(
         self,
-        client: FedqClient,
+        client: FedqClient | None,
         cluster: str,
         backend: Backend,
         scheduler: LocalScheduler,
@@ -56,12 +56,23 @@ class Agent:
         self._reconciled = False
 
     def step(self) -> ReportReply | None:
-        self._observe()
-        reply = self._report()
-        if reply is not None:
-            self._apply(reply)
-        if self._reconciled:
-            self._schedule()
+        """One round trip over HTTP; ``build_report``/``handle_reply`` are the transport-free halves."""
+        assert self.client is not None, "step() reports over HTTP; without a client use build_report/handle_reply"
+        self.observe()
+        report = self.build_report()
+        try:
+            body: dict[str, Any] = self.client.request(
+                "POST", f"/v1/clusters/{self.cluster}/report", body=report.model_dump(mode="json")
+            )
+        except FedqError as exc:
+            if exc.status in (401, 403, 404):
+                raise CredentialRejected(str(exc)) from exc
+            self.log.warning("report failed", error=str(exc))
+            self.schedule()
+            return None
+        reply = ReportReply.model_validate(body)
+        self.handle_reply(report, reply)
+        self.schedule()
         return reply
 
     def run(self, stop: threading.Event) -> None:
@@ -76,32 +87,26 @@ class Agent:
                 self.log.exception("agent step failed; retrying")
             stop.wait(self.report_interval)
 
-    def _observe(self) -> None:
+    def observe(self) -> None:
+        """Fold the backend's task status changes into job states."""
         for status in self.backend.poll():
             failed = self.tracker.observe(status)
             if failed is not None:
                 self.backend.kill(failed.job_id, failed.epoch, "gang member failed")
 
-    def _report(self) -> ReportReply | None:
-        outbox = self.tracker.outbox()
-        report = ClusterReport(
+    def build_report(self) -> ClusterReport:
+        return ClusterReport(
             nodes=summarise(self.backend.nodes()),
             running=self.tracker.running(),
-            updates=outbox,
+            updates=self.tracker.outbox(),
             known=None if self._reconciled else self.tracker.known(),
         )
-        try:
-            body: dict[str, Any] = self.client.request(
-                "POST", f"/v1/clusters/{self.cluster}/report", body=report.model_dump(mode="json")
-            )
-        except FedqError as exc:
-            if exc.status in (401, 403, 404):
-                raise CredentialRejected(str(exc)) from exc
-            self.log.warning("report failed", error=str(exc))
-            return None
-        self.tracker.acknowledge(len(outbox))
+
+    def handle_reply(self, report: ClusterReport, reply: ReportReply) -> None:
+        """The federation accepted ``report``: forget its updates, then act on the reply."""
+        self.tracker.acknowledge(len(report.updates))
         self._reconciled = True
-        return ReportReply.model_validate(body)
+        self._apply(reply)
 
     def _apply(self, reply: ReportReply) -> None:
         for refused in reply.refused:
@@ -123,7 +128,10 @@ class Agent:
             if self.tracker.admit(assignment) is not None:
                 self.log.info("admitted", job_id=assignment.job_id, epoch=assignment.epoch)
 
-    def _schedule(self) -> None:
+    def schedule(self) -> None:
+        """Run the local session (only once reconciled after a restart) and launch what it placed."""
+        if not self._reconciled:
+            return
         pending = self.tracker.pending()
         if not pending:
             return

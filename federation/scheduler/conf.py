@@ -15,12 +15,14 @@ _PLACEMENT_PLUGINS: dict[str, dict[str, Any]] = {
 
 
 def global_conf(config: FederationConfig, *, reclaim_budget: int | None = None) -> SchedulerConf:
-    """enqueue, allocate, backfill (and reclaim): the global cycle over member clusters.
+    """allocate, backfill (and reclaim): the global cycle over member clusters.
 
     fairshare orders queues and tenants and slices capacity; proportion is kept only for what reclaim
-    needs from it (who is over its deserved share, who may be reclaimed from).
+    needs from it (who is over its deserved share, who may be reclaimed from). No enqueue: its
+    admission window (idle capacity) would keep a job that does not fit now out of the cycle, so the
+    head of the queue could never block and reserve, and EASY/conservative backfill would not happen.
     """
-    actions = ["enqueue", "allocate", "backfill"]
+    actions = ["allocate", "backfill"]
     if config.reclaim.enabled:
         actions.append("reclaim")
     budget = config.reclaim.max_per_minute if reclaim_budget is None else reclaim_budget
@@ -52,7 +54,6 @@ def global_conf(config: FederationConfig, *, reclaim_budget: int | None = None) 
                 },
             ],
             "configurations": [
-                {"name": "enqueue", "arguments": {"overcommitFactor": 1.0}},
                 {"name": "backfill", "arguments": {"depth": config.reservation.depth, "enabled": config.backfill}},
                 {"name": "reclaim", "arguments": {"gracePeriod": config.reclaim.grace, "maxEvictions": budget}},
             ],

@@ -17,6 +17,7 @@ from typing import Any
 import structlog
 
 from federation import keys
+from federation.accounting import Accountant
 from federation.config import FederationConfig
 from federation.jobs import Change
 from federation.leader import LeaderElection
@@ -34,12 +35,12 @@ from federation.scheduler.dispatch import (
 )
 from federation.scheduler.state import ON_CLUSTER, FederationState
 from federation.store import CompactedError, KeyValue, Store, StoreError, WatchEvent
-from policies import Usage
 from policies.clock import Clock
 
 log = structlog.get_logger("fedq.scheduler")
 
 STATUS_KEY = "sched/status"
+SYNC_KEY = "sched/sync"
 MAX_PUBLISHED_REASONS = 2000
 
 
@@ -52,6 +53,7 @@ class SchedulerService:
         *,
         identity: str | None = None,
         leader_ttl: float = 5.0,
+        save_every: float = 10.0,
     ) -> None:
         self.store = store
         self.config = config
@@ -61,20 +63,28 @@ class SchedulerService:
         self.state: FederationState | None = None
         self.committer: Committer | None = None
         self.last_plan: CyclePlan | None = None
-        self.usage_source: Any = None  # an Accountant once accounting is wired; None = no usage history
+        self.accountant = Accountant(clock, config.fairshare.half_life, config.fairshare.usage_weights)
+        self.save_every = save_every
+        self._saved_at = float("-inf")
         self._watch: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._evictions: deque[float] = deque()
         self._published = b""
+        self.applied_revision = 0
+        self._applied = asyncio.Condition()
 
     # ---- loading and following the store -----------------------------------------------------
 
     async def load(self) -> None:
+        """Become the scheduler: the store's state in memory, accounting picked up where it was saved."""
         state = FederationState()
+        await self.accountant.load(self.store)
         snapshot = await self.store.snapshot("")
         for kv in snapshot.kvs:
             self._apply_kv(state, kv)
+        self._reconcile_accounting(state)
         self.state = state
+        self.applied_revision = snapshot.revision
         self.committer = Committer(self.store, state, self._fence)
         self._watch = asyncio.create_task(self._follow(snapshot.revision + 1))
         log.info("scheduler state loaded", jobs=len(state.entries), pending=len(state.pending))
@@ -85,9 +95,18 @@ class SchedulerService:
                 if self.state is None:
                     return
                 self._apply_event(self.state, event)
+                async with self._applied:
+                    self.applied_revision = event.revision
+                    self._applied.notify_all()
         except CompactedError:
             log.warning("watch history compacted; reloading")
             self.state = None
+
+    async def sync(self) -> None:
+        """Return once every write made before this call has reached the in-memory state."""
+        revision = await self.store.put(SYNC_KEY, self.election.identity.encode())
+        async with self._applied:
+            await self._applied.wait_for(lambda: self.applied_revision >= revision)
 
     def _apply_event(self, state: FederationState, event: WatchEvent) -> None:
         if event.type == "put" and event.kv is not None:
@@ -103,19 +122,38 @@ class SchedulerService:
         elif key == keys.QUEUES:
             state.set_queues(None)
 
-    @staticmethod
-    def _apply_kv(state: FederationState, kv: KeyValue) -> None:
+    def _apply_kv(self, state: FederationState, kv: KeyValue) -> None:
         key = kv.key
         if key.startswith(keys.JOBS):
-            state.upsert_job(JobRecord.from_bytes(kv.value), kv.mod_revision, kv.value)
+            record = JobRecord.from_bytes(kv.value)
+            state.upsert_job(record, kv.mod_revision, kv.value)
+            self._account(record)
         elif key.startswith(keys.CLUSTERS):
-            record = ClusterRecord.model_validate_json(kv.value)
-            state.set_cluster(record.name, record.labels, record.cordoned)
+            cluster = ClusterRecord.model_validate_json(kv.value)
+            state.set_cluster(cluster.name, cluster.labels, cluster.cordoned)
         elif key.startswith(keys.REPORTS):
             body = json.loads(kv.value)
             state.set_report(key.removeprefix(keys.REPORTS), body["time"], ClusterReport.model_validate(body["report"]))
         elif key == keys.QUEUES:
-            state.set_queues(QueueTree(QueueTreeConfig.model_validate_json(kv.value)))
+            tree = QueueTree(QueueTreeConfig.model_validate_json(kv.value))
+            state.set_queues(tree)
+            self.accountant.queue_half_life = {
+                path: node.config.half_life for path, node in tree.nodes.items() if node.config.half_life is not None
+            }
+
+    def _account(self, record: JobRecord) -> None:
+        """Usage runs from a job's start on its cluster until it ends or leaves the cluster."""
+        if record.state is JobState.RUNNING and record.start_time is not None:
+            resources = record.spec.total_resources()
+            self.accountant.start(record.id, record.tenant, record.queue, record.cluster, resources, record.start_time)
+        elif record.state.terminal or record.state.queued:
+            self.accountant.stop(record.id, record.end_time or self.clock.now())
+
+    def _reconcile_accounting(self, state: FederationState) -> None:
+        """A saved accounting can trail the jobs: stop runs that ended while no leader was counting."""
+        running = {job_id for job_id, entry in state.entries.items() if entry.state is JobState.RUNNING}
+        for job_id in self.accountant.running() - running:
+            self.accountant.stop(job_id, self.clock.now())
 
     def _fence(self) -> Any:
         return self.election.fence()
@@ -162,8 +200,7 @@ class SchedulerService:
         assert self.state is not None and self.committer is not None
         now = self.clock.now()
         await self._requeue_lost(now)
-        usage = self.usage_source.usage(now) if self.usage_source is not None else Usage()
-        plan = self.scheduler.plan(self.state, usage, self._conf(now))
+        plan = self.scheduler.plan(self.state, self.accountant.usage(now), self._conf(now))
         changes: list[Change] = []
         for job_id, cluster in plan.dispatches:
             entry = self.state.entries.get(job_id)
@@ -177,6 +214,9 @@ class SchedulerService:
                 self._evictions.append(now)
         await self.committer.commit(changes)
         await self._publish(plan, now)
+        if now - self._saved_at >= self.save_every:
+            await self.accountant.save(self.store)
+            self._saved_at = now
         self.last_plan = plan
         return plan
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from federation.store import (
     EtcdServer,
     EtcdServerError,
     EtcdStore,
+    KeyValue,
     MemoryStore,
     StoreUnavailable,
     WatchEvent,
@@ -52,9 +54,19 @@ async def test_operations_fail_as_unavailable_while_etcd_is_down_then_recover(pr
         await store.put("k", b"during")
     private_etcd.start()
 
-    kv = await store.get("k")
+    kv = await _first_success(lambda: store.get("k"))
     assert kv is not None and kv.value == b"before"
     await store.close()
+
+
+async def _first_success(call: Callable[[], Awaitable[KeyValue | None]], deadline: float = 20.0) -> KeyValue | None:
+    """After an outage gRPC reconnects with backoff: a client retries until the channel is back."""
+    async with asyncio.timeout(deadline):
+        while True:
+            try:
+                return await call()
+            except StoreUnavailable:
+                await asyncio.sleep(0.2)
 
 
 async def test_watch_resumes_across_an_etcd_restart_without_loss_or_repeat(private_etcd: EtcdServer) -> None:
