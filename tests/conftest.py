@@ -7,10 +7,13 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
+from federation.logs import configure_logging
 from federation.store import EtcdServer, EtcdStore, MemoryStore, Store
 from policies.clock import ManualClock
 
 TEST_PAGE_SIZE = 100
+
+configure_logging("warning", json=False)
 
 
 @pytest.fixture(scope="session")

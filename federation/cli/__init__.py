@@ -11,6 +11,7 @@ from federation.cli import admin, jobs, server
 from federation.cli.context import common_options
 from federation.cli.output import fail
 from federation.client import FedqError
+from federation.logs import configure_logging
 from member_agent import cli as agent_cli
 
 EXIT_REFUSED = 1
@@ -31,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    configure_logging()
     try:
         code: int = args.func(args)
         return code

@@ -90,7 +90,13 @@ class FederationState:
         if record.state.terminal:
             self.remove_job(record.id)
             return
-        info = old.info if old is not None and old.raw == raw else job_info(record)
+        stays_queued = (
+            old is not None
+            and old.state.queued
+            and record.state.queued
+            and (old.info.priority, old.info.queue, old.info.tenant) == (record.priority, record.queue, record.tenant)
+        )
+        info = old.info if stays_queued and old is not None else job_info(record)
         if old is not None and old.cluster and old.cluster != record.cluster:
             self._leave_cluster(record.id, old.cluster)
         entry = Entry(info, record.state, revision, raw, record.cluster, record.epoch, record.start_time)
@@ -100,7 +106,7 @@ class FederationState:
         else:
             self.marked.discard(record.id)
         if record.state.queued:
-            if old is None or not old.state.queued or old.info is not info:
+            if not stays_queued:  # a mark (Reserved, Unschedulable) keeps the job's place in line
                 self.pending.add(info)
         else:
             self.pending.remove(record.id)

@@ -122,7 +122,7 @@ def starving(ssn: Session) -> list[JobInfo]:
     jobs this session already looked at (they carry a reason), so a long backlog costs nothing."""
     seen = {j.id: j for j in ssn.pending_jobs}
     seen.update((j, ssn.jobs[j]) for j in ssn.decisions.reasons if j in ssn.jobs)
-    jobs = [j for j in seen.values() if ssn.pending_count(j) > 0 and j.id not in ssn.reserved and ssn.job_starving(j)]
+    jobs = [j for j in seen.values() if ssn.pending_count(j) > 0 and ssn.job_starving(j)]
     return sorted(jobs, key=ssn.job_key)
 
 

@@ -16,7 +16,10 @@ from policies.framework.registry import register_plugin
 from policies.framework.session import Plugin, Session
 from policies.resources import EPS, Resources
 from policies.shares import RUP_FLOOR, Claim, divide_tree, effective_priority, pie_spin
-from policies.snapshot import ROOT, JobInfo, TaskInfo
+from policies.snapshot import ROOT, JobInfo, TaskInfo, TaskStatus
+
+PLACING = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED})
+"""Tasks this session has placed: they belong to the job being judged, not to its queue's past."""
 
 UNIT = "units"
 
@@ -88,15 +91,21 @@ class FairShare(Plugin):
 
         def allocatable(task: TaskInfo, job: JobInfo) -> str | None:
             need = units(task.resources)
+            placing = units(res.total(t.resources for t in job.tasks if t.status in PLACING))
+            # Caps are hard. A fair-share slice holds a queue (or tenant) back only once it has reached
+            # it: one that is below its slice may take a job that overshoots, as HTCondor's negotiator
+            # does, so a job larger than the rest of the slice is limited by capacity (and can reserve)
+            # instead of waiting on fair share for ever.
             for q in ssn.ancestry(job.queue):
-                used = units(ssn.allocated[q]) + need
-                if used > limit[q] + EPS:
+                held = units(ssn.allocated[q]) - placing  # before this job: a gang is judged as a whole
+                if held + placing + need > limit[q] + EPS:
                     return f"{CAP}: queue {q} would exceed its quota ({limit[q]:g} units)"
-                if not ssn.surplus and used > slices.get(q, 0.0) + EPS:
-                    return f"{FAIR_SHARE}: queue {q} would exceed its fair share ({slices.get(q, 0.0):.4g} units)"
+                if not ssn.surplus and held >= slices.get(q, 0.0) - EPS:
+                    return f"{FAIR_SHARE}: queue {q} holds its fair share ({slices.get(q, 0.0):.4g} units)"
             key = (job.queue, job.tenant)
-            if not ssn.surplus and units(ssn.tenant_allocated.get(key, {})) + need > tenant_slices.get(key, 0.0) + EPS:
-                return f"{FAIR_SHARE}: tenant {job.tenant} would exceed its fair share of {job.queue}"
+            tenant_held = units(ssn.tenant_allocated.get(key, {})) - placing
+            if not ssn.surplus and tenant_held >= tenant_slices.get(key, 0.0) - EPS:
+                return f"{FAIR_SHARE}: tenant {job.tenant} holds its fair share of {job.queue}"
             return None
 
         ssn.add_hook("queue_order", self.name, queue_order)

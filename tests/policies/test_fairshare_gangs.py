@@ -1,0 +1,56 @@
+"""Fair share judges a job against what its queue held before it: a queue below its slice may take
+a gang that overshoots the slice (HTCondor's negotiator lets a submitter under its share take one
+more match), and a gang is never cut in half by the slice."""
+
+from __future__ import annotations
+
+from policies import (
+    JobInfo,
+    ManualClock,
+    NodeInfo,
+    QueueInfo,
+    Snapshot,
+    TaskInfo,
+    TaskStatus,
+    close_session,
+    load_conf,
+    open_session,
+)
+
+CONF = {
+    "placement": "job",
+    "actions": "allocate",
+    "tiers": [{"plugins": [{"name": "priority"}, {"name": "gang"}]}, {"plugins": [{"name": "fairshare"}]}],
+}
+
+
+def job(job_id: str, queue: str, tasks: int, status: TaskStatus = TaskStatus.PENDING) -> JobInfo:
+    return JobInfo(
+        job_id,
+        queue,
+        "t",
+        submit_time=0.0,
+        tasks=[
+            TaskInfo(job_id, "w", i, {"cpu": 1.0}, status, "c1" if status is TaskStatus.RUNNING else "")
+            for i in range(tasks)
+        ],
+    )
+
+
+def test_a_queue_below_its_slice_takes_a_whole_gang_that_overshoots_it() -> None:
+    # 8 cpus, queues a and b with equal weight and enough demand: slices of 4 each. a already runs 3,
+    # b has five 1-cpu jobs. a is below its slice, so its 2-task gang may take it to 5; b, served in
+    # fair-share order, stops once it holds its 4 (here at 3, when the cpus run out). Judged task by
+    # task against "held + task <= slice", the gang's second task would be refused, b would fill to
+    # 4, and the 1 cpu left for the surplus pass could not hold the gang.
+    queues = {"a": QueueInfo("a"), "b": QueueInfo("b")}
+    running = job("r", "a", 3, TaskStatus.RUNNING)
+    gang = job("g", "a", 2)
+    others = [job(f"o{i}", "b", 1) for i in range(5)]
+    node = NodeInfo("c1", {"cpu": 8.0}, used={"cpu": 3.0})
+    ssn = open_session(load_conf(CONF), Snapshot([node], [running, gang, *others], queues), ManualClock(0))
+    ssn.run()
+    decisions = close_session(ssn)
+    placed = [b.task for b in decisions.binds if b.job == "g"]
+    assert len(placed) == 2
+    assert sum(1 for b in decisions.binds if b.job.startswith("o")) == 3

@@ -1,0 +1,113 @@
+"""The real scheduler service on a real store, with simulated member clusters and a manual clock.
+
+Each simulated cluster is a real ``Agent`` (tracker, local session, simulated backend) whose report
+goes straight to the federation's ``ClusterService`` instead of over HTTP. ``tick`` moves time and
+runs one round: agents report, the scheduler catches up and cycles, agents act on the replies.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from federation.auth import Role, TokenStore
+from federation.clusters import ClusterService
+from federation.config import FederationConfig
+from federation.jobs import JobRepository, expand
+from federation.models import JobManifest, JobRecord, QueueTreeConfig
+from federation.models.cluster import JoinRequest
+from federation.scheduler.service import SchedulerService
+from federation.store import Store
+from member_agent.agent import Agent
+from member_agent.backends.simulated import SimulatedBackend
+from member_agent.local_scheduler import LocalScheduler
+from policies.clock import ManualClock
+
+
+class Harness:
+    def __init__(
+        self, store: Store, config: dict[str, Any], queues: dict[str, Any], start: float = 1_000_000.0
+    ) -> None:
+        self.store = store
+        self.clock = ManualClock(start)
+        self.config = FederationConfig.model_validate(config)
+        self.queues = QueueTreeConfig.model_validate(queues)
+        self.jobs = JobRepository(store)
+        self.tokens = TokenStore(store, f"fedq_admin_{uuid.uuid4().hex}")
+        self.clusters = ClusterService(store, self.jobs, self.tokens, self.clock)
+        self.service = SchedulerService(store, self.config, self.clock, save_every=0)
+        self.agents: dict[str, Agent] = {}
+
+    async def start(self) -> None:
+        from federation import keys
+
+        await self.store.put(keys.QUEUES, self.queues.model_dump_json(by_alias=True).encode())
+
+    async def join(self, name: str, nodes: list[dict[str, Any]], labels: dict[str, str] | None = None) -> Agent:
+        token = await self.tokens.issue(Role.JOIN, name)
+        await self.clusters.join(JoinRequest(token=token, name=name, labels=labels or {}))
+        backend = SimulatedBackend.from_config({"nodes": nodes}, self.clock)
+        agent = Agent(None, name, backend, LocalScheduler(self.clock), self.clock)
+        self.agents[name] = agent
+        await self._report(agent)
+        return agent
+
+    async def submit(
+        self,
+        tenant: str,
+        *,
+        name: str = "job",
+        queue: str = "a",
+        cpu: float = 1,
+        replicas: int = 1,
+        runtime: float = 100,
+        walltime: float | None = None,
+        priority: int = 0,
+        selector: dict[str, str] | None = None,
+        preemptible: bool = False,
+    ) -> str:
+        manifest = JobManifest.model_validate(
+            {
+                "metadata": {"name": name},
+                "spec": {
+                    "queue": queue,
+                    "priority": priority,
+                    "walltime": walltime or runtime,
+                    "preemptible": preemptible,
+                    "clusterSelector": selector or {},
+                    "tasks": [{"replicas": replicas, "resources": {"cpu": cpu}, "runtime": runtime}],
+                },
+            }
+        )
+        records = expand(manifest, tenant, self.clock.now())
+        await self.jobs.create(records)
+        return records[0].id
+
+    async def _report(self, agent: Agent) -> None:
+        agent.observe()
+        report = agent.build_report()
+        reply = await self.clusters.report(agent.cluster, report)
+        agent.handle_reply(report, reply)
+        agent.schedule()
+
+    async def tick(self, seconds: float = 0.0) -> None:
+        """Advance the clock, then: agents report, the scheduler catches up and cycles, agents act."""
+        self.clock.advance(seconds)
+        for agent in self.agents.values():
+            await self._report(agent)
+        assert await self.service.election.try_acquire()  # acquires once, then renews the lease
+        if self.service.state is None:
+            await self.service.load()
+        await self.service.sync()
+        await self.service.cycle()
+        for _ in range(2):  # the assignment, then the agent's Running update
+            for agent in self.agents.values():
+                await self._report(agent)
+        await self.service.sync()
+
+    async def job(self, job_id: str) -> JobRecord:
+        return (await self.jobs.get(job_id)).record
+
+    async def close(self) -> None:
+        await self.service._step_down()
+        await self.service.election.resign()
