@@ -54,9 +54,12 @@ def plot_quota(
 
     for tenant, used in shown.items():
         share = [100 * u / tot if tot > 0 else math.nan for u, tot in zip(used, series.total, strict=True)]
-        bottom.stairs(share, x, baseline=None, color=colors[tenant], linewidth=1.5, label=f"{tenant} usage")
+        bottom.stairs(share, x, baseline=None, color=colors[tenant], linewidth=1.5)
         if tenant in fair_shares:
             bottom.axhline(100 * fair_shares[tenant], color=colors[tenant], linestyle="--", linewidth=1.2)
+    bottom.plot([], [], color="black", linewidth=1.5, label="share of usage")
+    bottom.plot([], [], color="black", linestyle="--", linewidth=1.2, label="fair share")
+    bottom.legend(handles=bottom.get_lines()[-2:], loc="upper right", fontsize="small")
     bottom.set(ylabel="share of usage (%)", xlabel="time (UTC)", ylim=(0, 105))
     bottom.set_title("Share of the federation's usage (solid) against fair share (dashed)", fontsize="medium")
     bottom.grid(True, alpha=0.3)

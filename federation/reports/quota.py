@@ -142,6 +142,7 @@ def build_quota_report(
                 else [],
             )
         )
+    shown = set(per_tenant) if tenant is None else {tenant} & set(per_tenant)
     return QuotaReport(
         generated_at=snapshot.time,
         since=since,
@@ -153,9 +154,9 @@ def build_quota_report(
         tenant=tenant,
         queue=queue,
         by_cluster=by_cluster,
-        tenants=[row for row in rows if tenant is None or row.tenant == tenant],
+        tenants=[row for row in rows if row.tenant in shown],
         queues=[] if tenant is not None else _queue_rows(tree, snapshot, jobs, slices, window, in_scope),
-        series=None if bins <= 0 else _series(snapshot, since, until, bins, set(per_tenant), in_scope),
+        series=None if bins <= 0 else _series(snapshot, since, until, bins, shown, in_scope),
     )
 
 
