@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from federation.api.deps import Caller, State, read_document
 from federation.api.errors import ApiError, invalid
 from federation.auth import Principal, Role
+from federation.explain import explain
 from federation.jobs import Conflict, NotFound, StoredJob, cancel_op, expand
 from federation.models import JobManifest, JobRecord, JobState, QueueTree
 
@@ -158,6 +159,13 @@ def _detail(record: JobRecord) -> dict[str, Any]:
     detail = record.model_dump(mode="json", by_alias=True)
     detail["spec"] = record.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True)
     return detail
+
+
+@router.get("/{job_id}/explain")
+async def explain_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
+    """Why the job waits: its place in line, the policy holding it, reservations, a projected start."""
+    stored = await _owned(state, who, job_id)
+    return await explain(state.store, state.jobs, state.clusters, stored.record, state.config.cluster.lost_after)
 
 
 @router.delete("/{job_id}", status_code=200)

@@ -119,6 +119,34 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_explain(args: argparse.Namespace) -> int:
+    with client_from(args) as client:
+        why = client.request("GET", f"/v1/jobs/{args.id}/explain")
+    if output_of(args) != "table":
+        emit(why, output_of(args))
+        return 0
+    rows = [
+        ["job", f"{why['id']} ({why['state']}, queue {why['queue']}, tenant {why['tenant']})"],
+        ["why", why["summary"]],
+    ]
+    if "position" in why:
+        p = why["position"]
+        rows.append(
+            [
+                "position",
+                f"{p['in_queue']} of {p['queue_length']} in its queue, {p['overall']} of {p['queued']} overall",
+            ]
+        )
+        rows += [["policy", f"{r['policy']}: {r['message']}"] for r in why["reasons"]]
+        if why.get("projected_start"):
+            rows.append(
+                ["projected start", f"{when(why['projected_start']['time'])} ({why['projected_start']['basis']})"]
+            )
+        rows += [["cluster", f"{c['name']}: {c['state']}"] for c in why["clusters"]]
+    emit(why, "table", columns=["", ""], rows=rows, title=f"why is {why['id']} {why['state']}?")
+    return 0
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     submit = sub.add_parser("submit", parents=[common], help="submit jobs from a YAML/JSON file or '-'")
     submit.add_argument("file")
@@ -134,6 +162,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     job = sub.add_parser("job", parents=[common], help="show one job with its events")
     job.add_argument("id")
     job.set_defaults(func=cmd_job)
+
+    explain = sub.add_parser("explain", parents=[common], help="why a job waits, and when it may start")
+    explain.add_argument("id")
+    explain.set_defaults(func=cmd_explain)
 
     cancel = sub.add_parser("cancel", parents=[common], help="cancel a job")
     cancel.add_argument("id")

@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from policies.framework.decisions import OVERUSED
+from policies.framework.decisions import CAP, OVERUSED, split_reason
 from policies.snapshot import JobInfo
 
 if TYPE_CHECKING:
@@ -115,7 +115,8 @@ class OrderedJobs:
             over = ssn.overused(queue)
             if over is not None:
                 heapq.heappop(self._queues)
-                ssn.why_queue(queue, OVERUSED, over[0], str(over[1]))
+                code, message = split_reason(str(over[1]))
+                ssn.why_queue(queue, code if code in (OVERUSED, CAP) else OVERUSED, over[0], message)
                 continue
             job = self._pop_tenant(tenants)
             if job is None:

@@ -49,7 +49,10 @@ class Proportion(Plugin):
             for q in ssn.ancestry(queue):
                 want, got = deserved[q], ssn.allocated[q]
                 if all(v <= got.get(r, 0.0) + EPS for r, v in want.items()):
-                    return f"queue {q or 'root'} holds {got}, its deserved share is {want}"
+                    cap = ssn.queues[q].cap if q in ssn.queues else None
+                    if cap and all(got.get(r, 0.0) + EPS >= v for r, v in cap.items() if r in want):
+                        return f"{CAP}: queue {q} holds {got}, its cap is {cap}"
+                    return f"{OVERUSED}: queue {q or 'root'} holds {got}, its deserved share is {want}"
             return None
 
         def allocatable(task: TaskInfo, job: JobInfo) -> str | None:

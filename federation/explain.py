@@ -1,0 +1,142 @@
+"""``fedq explain``: why a job waits, built from what the leader publishes and the job index.
+
+The leader writes its last cycle's reasons and reservations under ``sched/status``; the job's place
+in line comes from the index (queued jobs of its queue, in priority then submit order). Any API
+replica can answer.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from federation.clusters import ClusterService
+from federation.jobs import JobRepository
+from federation.models import JobRecord, JobState
+from federation.scheduler.service import STATUS_KEY
+from federation.store import Store
+
+QUEUED = (JobState.PENDING, JobState.RESERVED, JobState.UNSCHEDULABLE)
+
+POLICY = {
+    "fair-share": "fair share: its queue or tenant holds its slice while others wait",
+    "overused": "fair share: its queue holds its deserved share while others wait",
+    "cap": "its queue's cap",
+    "gang": "gang size: fewer than minAvailable tasks fit together",
+    "invalid": "gang size: the job can never form its gang",
+    "labels": "no cluster matches its clusterSelector",
+    "cordoned": "the matching clusters are cordoned or unreachable",
+    "too-big": "too big for every cluster",
+    "insufficient": "capacity: no matching cluster has room now",
+    "reservation": "another job's reservation: starting now would delay it",
+    "reserved": "it holds a reservation",
+    "order": "strict order: behind a blocked job",
+    "not-enqueued": "admission: the federation's admission window is full",
+    "waiting": "it has not waited long enough to reserve",
+}
+
+
+def _line_key(item: dict[str, Any]) -> tuple[float, float, str]:
+    return (-item["priority"], item["submit_time"], item["id"])
+
+
+async def _position(jobs: JobRepository, record: JobRecord) -> dict[str, int]:
+    queued = [item for state in QUEUED for item in await jobs.summaries(state=state.value)]
+    mine = _line_key(record.summary())
+    return {
+        "in_queue": 1 + sum(1 for i in queued if i["queue"] == record.queue and _line_key(i) < mine),
+        "queue_length": sum(1 for i in queued if i["queue"] == record.queue),
+        "overall": 1 + sum(1 for i in queued if _line_key(i) < mine),
+        "queued": len(queued),
+    }
+
+
+async def explain(
+    store: Store, jobs: JobRepository, clusters: ClusterService, record: JobRecord, lost_after: float
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": record.id, "state": record.state.value, "queue": record.queue, "tenant": record.tenant}
+    if not record.state.queued:
+        out["summary"] = f"the job is {record.state.value}" + (f" on {record.cluster}" if record.cluster else "")
+        return out
+    kv = await store.get(STATUS_KEY)
+    status = json.loads(kv.value) if kv is not None else {}
+    raw = status.get("reasons", {}).get(record.id) or _queue_reasons(status, record.queue)
+    reasons = [{"code": c, "source": s, "message": m, "policy": POLICY.get(c, c)} for c, s, m in raw]
+    reservation = status.get("reservations", {}).get(record.id)
+    blocking = [{"job": job_id, **r} for job_id, r in status.get("reservations", {}).items() if job_id != record.id]
+    out["position"] = await _position(jobs, record)
+    out["reasons"] = reasons
+    out["reservation"] = reservation
+    out["other_reservations"] = blocking
+    out["clusters"] = await _matching_clusters(clusters, record, lost_after)
+    out["cycle_time"] = status.get("time")
+    out["projected_start"] = _projected_start(record, reservation, out["clusters"])
+    out["summary"] = _summary(record, reasons, reservation, out)
+    return out
+
+
+def _queue_reasons(status: dict[str, Any], queue: str) -> list[list[str]]:
+    """A queue held as a whole (at its share, at its cap) holds every job in it and below it."""
+    by_queue = status.get("queue_reasons", {})
+    parts = queue.split(".")
+    for depth in range(len(parts), 0, -1):
+        reason = by_queue.get(".".join(parts[:depth]))
+        if reason is not None:
+            return [reason]
+    return []
+
+
+async def _matching_clusters(clusters: ClusterService, record: JobRecord, lost_after: float) -> list[dict[str, Any]]:
+    selector = record.spec.cluster_selector
+    found = []
+    for cluster, latest in await clusters.all():
+        if all(cluster.labels.get(k) == v for k, v in selector.items()):
+            ends = [r.expected_end for r in latest.report.running if r.expected_end is not None] if latest else []
+            found.append(
+                {
+                    "name": cluster.name,
+                    "state": clusters.state_of(cluster, latest, lost_after).value,
+                    "next_end": min(ends) if ends else None,
+                }
+            )
+    return found
+
+
+def _projected_start(
+    record: JobRecord, reservation: dict[str, Any] | None, clusters: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    if reservation is not None:
+        return {"time": reservation["start"], "basis": "its reservation"}
+    if record.state is JobState.UNSCHEDULABLE:
+        return None
+    ends = [c["next_end"] for c in clusters if c["state"] == "Ready" and c["next_end"] is not None]
+    if ends:
+        return {
+            "time": min(ends),
+            "basis": "earliest expected end of a running job on a matching cluster (a lower bound)",
+        }
+    return None
+
+
+def _summary(
+    record: JobRecord, reasons: list[dict[str, Any]], reservation: dict[str, Any] | None, out: dict[str, Any]
+) -> str:
+    if record.state is JobState.UNSCHEDULABLE:
+        return f"Unschedulable: {record.reason}"
+    if reservation is not None:
+        where = ", ".join(reservation["clusters"])
+        return f"holds a reservation on {where} from t={reservation['start']:.0f}"
+    if not out["clusters"]:
+        return f"no cluster matches its clusterSelector {record.spec.cluster_selector}"
+    if not any(c["state"] == "Ready" for c in out["clusters"]):
+        states = ", ".join(f"{c['name']} {c['state']}" for c in out["clusters"])
+        return f"every matching cluster is unavailable ({states})"
+    if reasons:
+        first = next((r for r in reasons if r["code"] not in ("insufficient", "reserved")), reasons[0])
+        text = f"held by {first['policy']} — {first['message']}"
+        if first["code"] == "reservation" and out["other_reservations"]:
+            other = out["other_reservations"][0]
+            text += f" (job {other['job']} reserved from t={other['start']:.0f})"
+        return text
+    position = out["position"]
+    return f"waiting its turn: {position['in_queue']} of {position['queue_length']} in queue {record.queue}"

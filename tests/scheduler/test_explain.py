@@ -1,0 +1,105 @@
+"""``GET /v1/jobs/{id}/explain`` tells the true reason a job waits (issue 5 acceptance 3), on real
+etcd with the real scheduler service and simulated clusters."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from federation.api.app import create_app
+from federation.models import JobState
+from tests.scheduler.conftest import HarnessFactory
+from tests.scheduler.harness import Harness
+
+pytestmark = pytest.mark.etcd
+
+ADMIN = "fedq_admin_explain"
+CPU4 = [{"count": 1, "namePrefix": "n", "resources": {"cpu": 4}}]
+NO_RESERVATIONS = {"reservation": {"depth": 0}}
+
+
+@pytest.fixture
+async def explain_of(make_harness: HarnessFactory) -> AsyncIterator[Any]:
+    clients: list[httpx.AsyncClient] = []
+
+    async def make(harness: Harness) -> Any:
+        app = create_app(harness.store, admin_token=ADMIN, config=harness.config, clock=harness.clock)
+        http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://fedq")
+        clients.append(http)
+
+        async def explain(job_id: str) -> dict[str, Any]:
+            response = await http.get(f"/v1/jobs/{job_id}/explain", headers={"Authorization": f"Bearer {ADMIN}"})
+            assert response.status_code == 200, response.text
+            return dict(response.json())
+
+        return explain
+
+    yield make
+    for http in clients:
+        await http.aclose()
+
+
+def codes(why: dict[str, Any]) -> list[str]:
+    return [reason["code"] for reason in why["reasons"]]
+
+
+async def test_waiting_on_fair_share(make_harness: HarnessFactory, explain_of: Any) -> None:
+    h = await make_harness(NO_RESERVATIONS, {"queues": [{"name": "a"}, {"name": "b"}]})
+    await h.join("c1", CPU4)
+    a_jobs = [await h.submit("x", queue="a", runtime=1000) for _ in range(4)]
+    [await h.submit("y", queue="b", runtime=1000) for _ in range(4)]
+    await h.tick()
+    explain = await explain_of(h)
+    waiting = [j for j in a_jobs if (await h.job(j)).state is JobState.PENDING]
+    why = await explain(waiting[0])
+    assert codes(why) == ["overused"]
+    assert why["summary"].startswith("held by fair share: its queue holds its deserved share")
+    assert "queue a holds {'cpu': 2.0}, its deserved share is {'cpu': 2.0}" in why["summary"]
+    assert why["position"]["in_queue"] == 1 and why["position"]["queue_length"] == len(waiting)
+
+
+async def test_blocked_by_cap(make_harness: HarnessFactory, explain_of: Any) -> None:
+    h = await make_harness(NO_RESERVATIONS, {"queues": [{"name": "a", "cap": {"cpu": 2}}, {"name": "b"}]})
+    await h.join("c1", CPU4)
+    jobs = [await h.submit("x", queue="a", runtime=1000) for _ in range(3)]
+    await h.tick()
+    why = await (await explain_of(h))(jobs[2])
+    assert why["state"] == "Pending"
+    assert codes(why) == ["cap"]
+    assert why["summary"] == "held by its queue's cap — queue a holds {'cpu': 2.0}, its cap is {'cpu': 2.0}"
+
+
+async def test_holding_and_waiting_behind_a_reservation(make_harness: HarnessFactory, explain_of: Any) -> None:
+    h = await make_harness({"reservation": {"after": "0s", "depth": 1}}, {"queues": [{"name": "a"}]})
+    await h.join("c1", CPU4)
+    first = await h.submit("x", cpu=3, runtime=100)
+    await h.tick()
+    big = await h.submit("x", cpu=4, runtime=100)
+    long = await h.submit("x", cpu=1, runtime=500)
+    await h.tick(1)
+    explain = await explain_of(h)
+    holder = await explain(big)
+    assert holder["state"] == "Reserved"
+    assert holder["reservation"]["start"] == pytest.approx((await h.job(first)).start_time + 100)
+    assert holder["summary"].startswith("holds a reservation on c1")
+    assert holder["projected_start"]["basis"] == "its reservation"
+    behind = await explain(long)
+    assert "reservation" in codes(behind)
+    assert f"job {big} reserved" in behind["summary"]
+
+
+async def test_no_cluster_matches_labels_and_too_big(make_harness: HarnessFactory, explain_of: Any) -> None:
+    h = await make_harness({}, {"queues": [{"name": "a"}]})
+    await h.join("c1", CPU4, {"region": "eu"})
+    mars = await h.submit("x", selector={"region": "mars"})
+    huge = await h.submit("x", cpu=16)
+    await h.tick()
+    explain = await explain_of(h)
+    assert (await explain(mars))["summary"] == "Unschedulable: no cluster has the labels {'region': 'mars'}"
+    why = await explain(huge)
+    assert why["state"] == "Unschedulable"
+    assert "task main needs cpu=16: more than any node of any matching cluster" in why["summary"]
+    assert why["projected_start"] is None
