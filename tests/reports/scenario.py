@@ -63,24 +63,25 @@ def job(
     )
 
 
-def jobs() -> list[JobRecord]:
+def jobs(t0: float = T0) -> list[JobRecord]:
+    """The scenario's job records, with times counted from ``t0``."""
     return [
-        job("a1", "alice", "research.vision", JobState.RUNNING, T0 - 600, T0, cluster="east", cpu=50),
-        job("a2", "alice", "research.vision", JobState.SUCCEEDED, T0, T0 + 60, T0 + 1800, cluster="east"),
-        job("a3", "alice", "research.vision", JobState.FAILED, T0 + 100, T0 + 400, T0 + 500, cluster="east"),
-        job("b1", "bob", "research.vision", JobState.RUNNING, T0 + 1800, T0 + HOUR, cluster="west", cpu=10),
-        job("b2", "bob", "research.vision", JobState.PENDING, T0 + HOUR, cpu=20),
-        job("c1", "carol", "research.nlp", JobState.SUCCEEDED, T0 - HOUR, T0, T0 + HOUR, cluster="east", cpu=20),
-        job("d1", "dave", "scratch.default", JobState.RUNNING, T0, T0, cluster="west", cpu=20),
+        job("a1", "alice", "research.vision", JobState.RUNNING, t0 - 600, t0, cluster="east", cpu=50),
+        job("a2", "alice", "research.vision", JobState.SUCCEEDED, t0, t0 + 60, t0 + 1800, cluster="east"),
+        job("a3", "alice", "research.vision", JobState.FAILED, t0 + 100, t0 + 400, t0 + 500, cluster="east"),
+        job("b1", "bob", "research.vision", JobState.RUNNING, t0 + 1800, t0 + HOUR, cluster="west", cpu=10),
+        job("b2", "bob", "research.vision", JobState.PENDING, t0 + HOUR, cpu=20),
+        job("c1", "carol", "research.nlp", JobState.SUCCEEDED, t0 - HOUR, t0, t0 + HOUR, cluster="east", cpu=20),
+        job("d1", "dave", "scratch.default", JobState.RUNNING, t0, t0, cluster="west", cpu=20),
     ]
 
 
-def accountant(clock: ManualClock, half_life: float = 86_400.0) -> Accountant:
-    """The accounting of the scenario's runs (a2 and a3 are one-core blips left out of it)."""
+def accountant(clock: ManualClock, half_life: float = 86_400.0, t0: float = T0) -> Accountant:
+    """The accounting of the scenario's runs from ``t0`` (a2 and a3 are one-core blips left out of it)."""
     acct = Accountant(clock, half_life, {"cpu": 1.0})
-    acct.start("a1", "alice", "research.vision", "east", {"cpu": 50}, at=T0)
-    acct.start("c1", "carol", "research.nlp", "east", {"cpu": 20}, at=T0)
-    acct.start("d1", "dave", "scratch.default", "west", {"cpu": 20}, at=T0)
-    acct.stop("c1", at=T0 + HOUR)
-    acct.start("b1", "bob", "research.vision", "west", {"cpu": 10}, at=T0 + HOUR)
+    acct.start("a1", "alice", "research.vision", "east", {"cpu": 50}, at=t0)
+    acct.start("c1", "carol", "research.nlp", "east", {"cpu": 20}, at=t0)
+    acct.start("d1", "dave", "scratch.default", "west", {"cpu": 20}, at=t0)
+    acct.stop("c1", at=t0 + HOUR)
+    acct.start("b1", "bob", "research.vision", "west", {"cpu": 10}, at=t0 + HOUR)
     return acct
