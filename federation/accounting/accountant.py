@@ -107,6 +107,13 @@ class Accountant:
         self._factors[tenant] = factor
         self._dirty.add(tenant)
 
+    def set_queue_half_lives(self, half_lives: Mapping[str, float]) -> None:
+        """Per-queue half-life overrides (the queue tree's ``halfLife``), for existing and new queue
+        meters: each RUP is as of its meter's last update, so the new half-life applies from there on."""
+        self.queue_half_life = dict(half_lives)
+        for path, meter in self._queues.items():
+            meter.half_life = self._queue_half_life(path)
+
     def running(self) -> set[str]:
         """Ids of the jobs the accountant counts as holding resources (to reconcile after a load)."""
         return set(self._runs)

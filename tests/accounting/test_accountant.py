@@ -82,6 +82,19 @@ def test_queue_half_life_override_and_priority_factor() -> None:
         acct.set_factor("alice", 0)
 
 
+def test_queue_half_lives_can_change_after_a_load() -> None:
+    clock = ManualClock(T0)
+    acct = Accountant(clock, HOUR, {"cpu": 1.0})
+    acct.start("j", "alice", "research.vision", "east", {"cpu": 10}, at=T0)
+    acct.snapshot(T0 + HOUR)  # every meter moved to T0 + 1 h with the 1 h half-life: 0.5/2 + 10/2 = 5.25
+    acct.set_queue_half_lives({"research": 2 * HOUR})
+    usage = acct.usage(T0 + 3 * HOUR)
+    # research from 5.25 over 2 h at a 2 h half-life: 5.25/2 + 10/2 = 7.625; the leaf keeps 1 h:
+    # 5.25/4 + 10 x 3/4 = 8.8125.
+    assert usage.queue_rup["research"] == pytest.approx(7.625)
+    assert usage.queue_rup["research.vision"] == pytest.approx(8.8125)
+
+
 def test_allocations_of_tenants_sum_to_the_federation_allocation() -> None:
     clock = ManualClock(T0)
     acct = accountant(clock)
