@@ -1,0 +1,393 @@
+"""The simulation loop: the real global scheduler and the real member agents on a virtual clock.
+
+A discrete-event loop. Events are job submits, task ends (each simulated backend's next end), and,
+when ``reservation.after`` is set, the moments a waiting job becomes allowed to reserve. At each event
+time, in rounds:
+
+1. submits at that time enter the ``FederationState`` in file order (a job to a queue that does not
+   exist or does not take its tenant is Rejected, as the API would refuse it);
+2. every member agent observes its backend and reports its job updates, which the federation folds in
+   as the report handler does (Running, an end, or a requeue when a run was evicted or handed back);
+3. when jobs are pending and the state changed since the last plan, the clusters' capacity reports
+   are brought up to date and the global cycle (``GlobalScheduler.plan``, with the ``Accountant``'s
+   usage) runs: dispatches become assignments in the cluster's reply, reclaim evictions become
+   cancellations, and jobs no cluster could ever hold become Unschedulable;
+4. each agent takes its reply and runs its local session, launching on its simulated backend;
+5. rounds repeat at the same virtual time until one neither moves a job nor changes the state, so
+   start times are exact rather than rounded to a cycle period; then the clock jumps to the next event.
+
+Simulated agents always report, so clusters are never lost (``cluster.lostAfter`` is infinite here).
+Nothing reads the wall clock except to measure the run itself.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from time import perf_counter
+
+from federation.accounting import Accountant
+from federation.config import FederationConfig
+from federation.models import JobEvent, JobRecord, JobState, QueueTree
+from federation.models.cluster import Assignment, Cancellation, StatusUpdate
+from federation.scheduler.conf import global_conf
+from federation.scheduler.cycle import CyclePlan, GlobalScheduler
+from federation.scheduler.state import FederationState
+from federation.simulator import records
+from federation.simulator.member import Member
+from federation.simulator.scenario import Scenario, SimJob
+from member_agent.local_scheduler import LocalScheduler
+from policies import SchedulerConf
+from policies.clock import ManualClock
+
+MAX_ROUNDS = 1000  # rounds at one virtual time before the loop is declared stuck
+PROGRESS_STEPS = 200
+RECLAIM_WINDOW = 60.0  # seconds over which reclaim.maxPerMinute counts evictions
+
+Progress = Callable[[int, int], None]
+
+
+class SimulationError(RuntimeError):
+    """The simulation cannot go on (it would loop at one instant for ever)."""
+
+
+@dataclass(slots=True)
+class _Job:
+    """A submitted job: its federation record (updated in place per transition) and its outcome."""
+
+    sim: SimJob
+    record: JobRecord
+    revision: int = 0
+    state: str = ""  # the final state once the job is done
+    cluster: str = ""
+    start: float | None = None
+    end: float | None = None
+    reason: str = ""
+    reclaimed: bool = False  # a cancellation asked for by reclaim: the job goes back to the queue
+
+
+@dataclass
+class EngineStats:
+    event_times: int = 0
+    rounds: int = 0
+    global_cycles: int = 0
+    local_cycles: int = 0
+    global_seconds: float = 0.0
+    local_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+
+@dataclass
+class SimulationResult:
+    records: list[records.JobRecord]
+    capacity: dict[str, float]
+    reasons: dict[str, str] = field(default_factory=dict)  # job id -> why it was Rejected/Unschedulable/Failed
+    stats: EngineStats = field(default_factory=EngineStats)
+
+
+def simulation_config(policy: FederationConfig) -> FederationConfig:
+    """The scenario's policy, with clusters that never go silent (simulated agents always report)."""
+    config = policy.model_copy(deep=True)
+    config.cluster.lost_after = math.inf
+    config.cluster.requeue_after = math.inf
+    return config
+
+
+class Engine:
+    def __init__(
+        self, scenario: Scenario, *, local_conf: SchedulerConf | None = None, progress: Progress | None = None
+    ) -> None:
+        self.scenario = scenario
+        self.clock = ManualClock(0.0)
+        self.config = simulation_config(scenario.policy)
+        self.scheduler = GlobalScheduler(self.config, self.clock)
+        self.progress = progress
+        self.tree = QueueTree(scenario.queues)
+        self.state = FederationState()
+        self.state.set_queues(self.tree)
+        fairshare = self.config.fairshare
+        self.accountant = Accountant(self.clock, fairshare.half_life, fairshare.usage_weights)
+        self.accountant.queue_half_life = {
+            path: node.config.half_life for path, node in self.tree.nodes.items() if node.config.half_life is not None
+        }
+        local = LocalScheduler(self.clock, local_conf)
+        self.members: dict[str, Member] = {}
+        for cluster in scenario.clusters:
+            self.state.set_cluster(cluster.name, cluster.labels, cordoned=False)
+            self.members[cluster.name] = Member(cluster.name, cluster.labels, cluster.nodes, self.clock, local)
+        # Internal ids sort in file order: the schedulers break ties between equal submit times by id.
+        width = len(str(len(scenario.jobs)))
+        self.ids = [f"{n:0{width}d}" for n in range(len(scenario.jobs))]
+        self.jobs: dict[str, _Job] = {}
+        self.finished = 0
+        self.stats = EngineStats()
+        self._wakeups: list[float] = []
+        self._unreported: set[str] = set(self.members)
+        self._evictions: deque[float] = deque()
+
+    # ---- the loop ----------------------------------------------------------------------------
+
+    def run(self) -> SimulationResult:
+        started = perf_counter()
+        arrivals = sorted(range(len(self.scenario.jobs)), key=lambda n: self.scenario.jobs[n].submit)
+        step = max(1, len(arrivals) // PROGRESS_STEPS)
+        shown = 0
+        cursor = 0
+        while True:
+            now = self._next_time(arrivals, cursor)
+            if now is None:
+                break
+            self.clock.set(now)
+            self.stats.event_times += 1
+            while cursor < len(arrivals) and self.scenario.jobs[arrivals[cursor]].submit <= now:
+                self._submit(arrivals[cursor])
+                cursor += 1
+            self._settle()
+            if self.progress is not None and self.finished - shown >= step:
+                shown = self.finished
+                self.progress(self.finished, len(arrivals))
+        self._give_up_on_pending()
+        if self.progress is not None:
+            self.progress(self.finished, len(arrivals))
+        self.stats.wall_seconds = perf_counter() - started
+        return self._result()
+
+    def _next_time(self, arrivals: list[int], cursor: int) -> float | None:
+        times = [t for m in self.members.values() if (t := m.backend.next_event_time()) is not None]
+        if cursor < len(arrivals):
+            times.append(self.scenario.jobs[arrivals[cursor]].submit)
+        now = self.clock.now()
+        while self._wakeups and self._wakeups[0] <= now:
+            heapq.heappop(self._wakeups)
+        if self._wakeups and len(self.state.pending):
+            times.append(self._wakeups[0])
+        return min(times) if times else None
+
+    def _settle(self) -> None:
+        """Rounds at the current time until a round changes nothing.
+
+        The global plan is a function of the federation state, and applying its own dispatches leaves
+        the state its session ended with, so it is planned again only after a change it did not make
+        itself: a submit or an end (this event), a job back in the queue, or one found Unschedulable.
+        """
+        stale = True
+        for _ in range(MAX_ROUNDS):
+            self.stats.rounds += 1
+            for member in self.members.values():
+                stale |= self._receive(member)
+            moved = 0
+            if stale and len(self.state.pending):
+                moved, stale = self._global_cycle()
+            else:
+                stale = False
+            for member in self.members.values():
+                t0 = perf_counter()
+                launched = member.reply()
+                if launched:
+                    self.stats.local_cycles += 1
+                    self.stats.local_seconds += perf_counter() - t0
+                moved += launched
+            if not moved and not stale:
+                return
+        raise SimulationError(f"no steady state after {MAX_ROUNDS} rounds at t={self.clock.now()}")
+
+    # ---- federation side ---------------------------------------------------------------------
+
+    def _submit(self, number: int) -> None:
+        sim = self.scenario.jobs[number]
+        job_id = self.ids[number]
+        record = JobRecord.model_construct(
+            id=job_id,
+            name=job_id,
+            tenant=sim.tenant,
+            queue=sim.spec.queue,
+            priority=sim.spec.priority,
+            spec=sim.spec,
+            submit_time=sim.submit,
+            state=JobState.PENDING,
+            cluster="",
+            epoch=0,
+            attempt=0,
+            start_time=None,
+            events=[],
+        )
+        job = _Job(sim, record)
+        self.jobs[job_id] = job
+        if not self.tree.may_submit(sim.tenant, sim.spec.queue):
+            why = "no such leaf queue" if self.tree.get(sim.spec.queue) is None else "tenant may not submit there"
+            self._finish(job, "Rejected", f"queue {sim.spec.queue}: {why}")
+            return
+        self._upsert(job)
+        self._wake_at(sim.submit)
+
+    def _plan(self) -> CyclePlan:
+        """The global cycle on up-to-date capacity reports and the accountant's usage now."""
+        self.stats.global_cycles += 1
+        now = self.clock.now()
+        for name in sorted(self._unreported):
+            self.state.set_report(name, now, self.members[name].capacity())
+        self._unreported.clear()
+        plan = self.scheduler.plan(self.state, self.accountant.usage(now), self._conf(now))
+        self.stats.global_seconds += plan.seconds
+        return plan
+
+    def _global_cycle(self) -> tuple[int, bool]:
+        """Plan and apply; returns the jobs moved and whether the state changed beyond the plan's own doing."""
+        now = self.clock.now()
+        plan = self._plan()
+        for job_id, why in sorted(plan.unschedulable.items()):
+            self.state.remove_job(job_id)
+            self._finish(self.jobs[job_id], "Unschedulable", why)
+        for job_id, cluster in plan.dispatches:
+            record = self.jobs[job_id].record
+            record.state = JobState.DISPATCHED
+            record.cluster = cluster
+            record.epoch += 1
+            self._upsert(self.jobs[job_id])
+            self.members[cluster].assignments.append(
+                Assignment.model_construct(
+                    job_id=job_id,
+                    epoch=record.epoch,
+                    name=record.name,
+                    tenant=record.tenant,
+                    queue=record.queue,
+                    priority=record.priority,
+                    submit_time=record.submit_time,
+                    spec=record.spec,
+                )
+            )
+        for job_id, cluster, reason in plan.evictions:
+            job = self.jobs[job_id]
+            job.reclaimed = True
+            self._evictions.append(now)
+            self.members[cluster].cancellations.append(
+                Cancellation.model_construct(job_id=job_id, epoch=job.record.epoch, reason=f"preempted: {reason}")
+            )
+        return len(plan.dispatches) + len(plan.evictions), bool(plan.unschedulable)
+
+    def _conf(self, now: float) -> SchedulerConf | None:
+        """As the service does: reclaim may evict only what is left of this minute's allowance."""
+        while self._evictions and now - self._evictions[0] > RECLAIM_WINDOW:
+            self._evictions.popleft()
+        if not self._evictions:
+            return None
+        budget = max(0, self.config.reclaim.max_per_minute - len(self._evictions))
+        return global_conf(self.config, reclaim_budget=budget)
+
+    def _receive(self, member: Member) -> bool:
+        """One agent's job updates; True when a job ended or came back to the queue."""
+        changed = False
+        updates = member.updates()
+        for update in updates:
+            changed |= self._apply(member.name, update)
+        if any(update.state is not JobState.ADMITTED for update in updates):
+            self._unreported.add(member.name)
+        return changed
+
+    def _apply(self, cluster: str, update: StatusUpdate) -> bool:
+        """Fold one job update into the federation, as the report handler does."""
+        job = self.jobs.get(update.job_id)
+        if job is None or job.state or job.record.epoch != update.epoch or job.record.cluster != cluster:
+            return False  # a stale run: the federation has moved the job on
+        record = job.record
+        if update.state is JobState.RUNNING:
+            record.state = JobState.RUNNING
+            record.start_time = update.time
+            job.start, job.cluster = update.time, cluster
+            self._upsert(job)
+            self.accountant.start(
+                record.id, record.tenant, record.queue, cluster, record.spec.total_resources(), update.time
+            )
+            return False
+        if update.state is JobState.PENDING or (update.state is JobState.CANCELLED and job.reclaimed):
+            self._requeue(job, update.time, update.reason)
+            return True
+        if update.state.terminal:
+            self.accountant.stop(record.id, update.time)
+            job.end = update.time
+            self.state.remove_job(record.id)
+            self._finish(job, update.state.value, "" if update.state is JobState.SUCCEEDED else update.reason)
+            return True
+        return False
+
+    def _requeue(self, job: _Job, now: float, reason: str) -> None:
+        """Back to the global queue (evicted or handed back); it waits again from now."""
+        self.accountant.stop(job.record.id, now)
+        record = job.record
+        record.state = JobState.PENDING
+        record.cluster = ""
+        record.start_time = None
+        record.attempt += 1
+        record.events = [JobEvent.model_construct(time=now, source=None, target=JobState.PENDING, reason=reason)]
+        job.start, job.cluster, job.reclaimed = None, "", False
+        self._upsert(job)
+        self._wake_at(now)
+
+    def _upsert(self, job: _Job) -> None:
+        """The state keeps the job's compact form until its attempt changes (a requeue resets its wait)."""
+        job.revision += 1
+        self.state.upsert_job(job.record, job.revision, b"%d" % job.record.attempt)
+
+    def _wake_at(self, waiting_from: float) -> None:
+        """A job may reserve only after ``reservation.after``: that moment can change the next plan."""
+        after = self.config.reservation.after
+        if after > 0:
+            heapq.heappush(self._wakeups, waiting_from + after)
+
+    def _finish(self, job: _Job, state: str, reason: str) -> None:
+        job.state = state
+        job.reason = reason
+        self.finished += 1
+
+    def _give_up_on_pending(self) -> None:
+        """No event is left but jobs still wait (a cap below their size, say): they never ran."""
+        waiting = sorted(job_id for job_id, entry in self.state.entries.items() if entry.state.queued)
+        if not waiting:
+            return
+        reasons = self._plan().reasons  # why they wait, for the record
+        for job_id in waiting:
+            job = self.jobs[job_id]
+            if job.state:
+                continue
+            why = reasons[job_id][-1].message if reasons.get(job_id) else "never started"
+            self.state.remove_job(job_id)
+            self._finish(job, "Unschedulable", f"still pending when nothing else could happen: {why}")
+
+    # ---- output ------------------------------------------------------------------------------
+
+    def _result(self) -> SimulationResult:
+        out: list[records.JobRecord] = []
+        reasons: dict[str, str] = {}
+        for number, sim in enumerate(self.scenario.jobs):
+            job = self.jobs[self.ids[number]]
+            out.append(
+                records.JobRecord(
+                    id=sim.id,
+                    tenant=sim.tenant,
+                    queue=sim.spec.queue,
+                    submit=sim.submit,
+                    state=job.state,
+                    resources=sim.spec.total_resources(),
+                    cluster=job.cluster,
+                    start=job.start,
+                    end=job.end,
+                )
+            )
+            if job.reason:
+                reasons[sim.id] = job.reason
+        capacity: dict[str, float] = {}
+        for cluster in self.scenario.clusters:
+            for node in cluster.nodes:
+                for name, amount in node.allocatable.items():
+                    capacity[name] = capacity.get(name, 0.0) + amount
+        return SimulationResult(out, capacity, reasons, self.stats)
+
+
+def simulate(
+    scenario: Scenario, *, local_conf: SchedulerConf | None = None, progress: Progress | None = None
+) -> SimulationResult:
+    """Run a scenario to its end: every job Succeeded, Failed, Rejected or Unschedulable."""
+    return Engine(scenario, local_conf=local_conf, progress=progress).run()

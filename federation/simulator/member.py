@@ -1,0 +1,67 @@
+"""One simulated member cluster: the real member ``Agent`` over a ``SimulatedBackend``, without HTTP.
+
+The agent observes its backend (task statuses folded into job states by its ``JobTracker``), reports,
+takes the federation's reply (assignments, cancellations) and runs its local session scheduler, as it
+does behind ``fedq agent run``; the simulator only carries the report and the reply in memory.
+"""
+
+from __future__ import annotations
+
+from federation.models.cluster import Assignment, Cancellation, ClusterReport, ClusterState, ReportReply, StatusUpdate
+from member_agent.agent import Agent
+from member_agent.backends.base import NodeView
+from member_agent.backends.simulated import SimulatedBackend
+from member_agent.capacity import summarise
+from member_agent.local_scheduler import LocalScheduler
+from policies.clock import ManualClock
+
+
+def _report(updates: list[StatusUpdate]) -> ClusterReport:
+    return ClusterReport.model_construct(nodes=[], running=[], updates=updates, known=None)
+
+
+class Member:
+    def __init__(
+        self, name: str, labels: dict[str, str], nodes: list[NodeView], clock: ManualClock, scheduler: LocalScheduler
+    ) -> None:
+        self.name = name
+        self.labels = labels
+        self.backend = SimulatedBackend(nodes, clock)
+        self.agent = Agent(None, name, self.backend, scheduler, clock)
+        self.assignments: list[Assignment] = []
+        self.cancellations: list[Cancellation] = []
+        self._sent = _report([])
+
+    def updates(self) -> list[StatusUpdate]:
+        """Observe the backend: the job updates the agent's next report carries."""
+        self.agent.observe()
+        self._sent = _report(self.agent.tracker.outbox())
+        return self._sent.updates
+
+    def capacity(self) -> ClusterReport:
+        """Capacity by node shape and the running jobs with their walltime ends.
+
+        Identical nodes fold into one shape with a count whatever the cluster's size: the same facts
+        the agent reports node by node for a small cluster, in fewer entries for the federation to scan.
+        """
+        return ClusterReport.model_construct(
+            nodes=summarise(self.backend.nodes(), per_node_limit=0),
+            running=self.agent.tracker.running(),
+            updates=[],
+            known=None,
+        )
+
+    def reply(self) -> int:
+        """Hand the agent the federation's reply, then run its local cycle; returns the gangs it launched."""
+        reply = ReportReply.model_construct(
+            assignments=self.assignments, cancellations=self.cancellations, refused=[], state=ClusterState.READY
+        )
+        self.assignments, self.cancellations = [], []
+        self.agent.handle_reply(self._sent, reply)
+        self._sent = _report([])
+        jobs = self.agent.tracker.jobs
+        if not any(not job.launched for job in jobs.values()):
+            return 0
+        before = sum(job.launched for job in jobs.values())
+        self.agent.schedule()
+        return sum(job.launched for job in jobs.values()) - before

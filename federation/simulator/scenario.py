@@ -1,0 +1,151 @@
+"""The scenario a simulation runs: clusters of nodes, the queue tree, the policy and the jobs.
+
+A scenario YAML is validated with the production models (queues as ``configs/queues.yaml``, policy as
+``configs/federation.yaml``, job fields as a job spec), so a scenario that loads is one the service
+would accept. The engine works on the plain ``Scenario`` below; SWF traces build one directly, without
+per-job validation, because a trace has tens of thousands of jobs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from federation.config import FederationConfig, load_yaml_file
+from federation.models import JobSpecBody, QueueConfig, QueueTreeConfig
+from federation.models.job import _check_labels
+from member_agent.backends.base import NodeView
+from member_agent.backends.simulated import nodes_from_groups
+from policies.units import parse_duration
+
+
+@dataclass(slots=True)
+class SimJob:
+    """One job of a scenario; times are seconds from the scenario start.
+
+    ``spec`` is the job spec the federation schedules (its tasks carry ``runtime``, which only the
+    simulated backend reads); ``runtime`` is the job's actual run time, ``spec.walltime`` its limit.
+    """
+
+    id: str
+    tenant: str
+    submit: float
+    runtime: float
+    spec: JobSpecBody
+
+
+@dataclass(slots=True)
+class SimCluster:
+    name: str
+    nodes: list[NodeView]
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Scenario:
+    """Everything a run needs. ``jobs`` are in file order; the engine submits equal times in that order."""
+
+    clusters: list[SimCluster]
+    queues: QueueTreeConfig
+    policy: FederationConfig
+    jobs: list[SimJob]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class ClusterEntry(_Strict):
+    name: str = Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    labels: dict[str, str] = Field(default_factory=dict)
+    nodes: list[dict[str, Any]] = Field(min_length=1)
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        return _check_labels(value, "cluster label")
+
+    def build(self) -> SimCluster:
+        views = nodes_from_groups(self.nodes)
+        if not views:
+            raise ValueError(f"cluster {self.name!r} has no nodes")
+        return SimCluster(self.name, views, dict(self.labels))
+
+
+class JobEntry(JobSpecBody):
+    """A job spec plus who submits it, when, and how long it really runs."""
+
+    id: str = Field(min_length=1, max_length=128)
+    tenant: str
+    submit: float = Field(ge=0)
+    runtime: float = Field(ge=0)
+
+    @field_validator("submit", "runtime", mode="before")
+    @classmethod
+    def _seconds(cls, value: Any) -> float:
+        return parse_duration(value)
+
+    @model_validator(mode="after")
+    def _no_array(self) -> JobEntry:
+        if self.array is not None:
+            raise ValueError("a scenario job cannot be an array: list each job")
+        return self
+
+    def build(self) -> SimJob:
+        """Each task runs for the job's runtime unless it sets its own."""
+        tasks = [
+            task if task.runtime is not None else task.model_copy(update={"runtime": self.runtime})
+            for task in self.tasks
+        ]
+        spec = JobSpecBody.model_construct(
+            queue=self.queue,
+            priority=self.priority,
+            walltime=self.walltime,
+            min_available=self.min_available,
+            preemptible=self.preemptible,
+            cluster_selector=dict(self.cluster_selector),
+            tasks=tasks,
+            array=None,
+        )
+        return SimJob(self.id, self.tenant, self.submit, self.runtime, spec)
+
+
+class ScenarioFile(_Strict):
+    clusters: list[ClusterEntry] = Field(min_length=1)
+    queues: list[QueueConfig] = Field(min_length=1)
+    policy: FederationConfig = Field(default_factory=FederationConfig)
+    jobs: list[JobEntry] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique(self) -> ScenarioFile:
+        for what, names in (("cluster", [c.name for c in self.clusters]), ("job", [j.id for j in self.jobs])):
+            seen: set[str] = set()
+            for name in names:
+                if name in seen:
+                    raise ValueError(f"duplicate {what} name {name!r}")
+                seen.add(name)
+        return self
+
+    def build(self) -> Scenario:
+        return Scenario(
+            clusters=[c.build() for c in self.clusters],
+            queues=QueueTreeConfig(queues=self.queues),
+            policy=self.policy,
+            jobs=[j.build() for j in self.jobs],
+        )
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario YAML; errors name the file and the offending field."""
+    document = load_yaml_file(path)
+    if not isinstance(document, dict):
+        raise ValueError(f"{path}: a scenario is a mapping with clusters, queues, policy and jobs")
+    try:
+        return ScenarioFile.model_validate(document).build()
+    except ValidationError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
