@@ -69,7 +69,10 @@ def create_app(
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, object]:
-        return {"ok": True, "revision": await store.revision()}
+        """``leader``: whether this replica's scheduler leads (None when it runs no scheduler)."""
+        scheduler = getattr(app.state, "scheduler", None)
+        leader = None if scheduler is None else scheduler.election.is_leader
+        return {"ok": True, "revision": await store.revision(), "leader": leader}
 
     @app.get("/metrics", tags=["health"])
     async def metrics() -> Response:

@@ -47,7 +47,9 @@ async def serve(args: argparse.Namespace) -> None:
     stop = asyncio.Event()
     scheduler = None
     if not args.no_scheduler:
-        scheduler = asyncio.create_task(SchedulerService(store, config, clock).run(stop))
+        service = SchedulerService(store, config, clock)
+        app.state.scheduler = service
+        scheduler = asyncio.create_task(service.run(stop))
     try:
         await server.serve()
     finally:
