@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from federation import keys
 from federation.accounting import storage
 from federation.accounting.history import DEFAULT_RETENTION, DEFAULT_TIERS, History, Tier, check_tiers
 from federation.accounting.meter import Meter
 from federation.accounting.snapshot import AccountingSnapshot, SeriesKey
-from federation.store import Op, Store, put_many
+from federation.store import Op, Store
 from policies import resources as res
 from policies.clock import Clock
 from policies.snapshot import ROOT, Usage
@@ -78,8 +79,10 @@ class Accountant:
         self._series: dict[SeriesKey, Meter] = {}
         self._history: dict[SeriesKey, History] = {}
         self._factors: dict[str, float] = {}
-        self._dirty: set[str] = set()
-        self._chunks: dict[str, int] = {}
+        self._dirty: set[str] = set()  # tenants whose documents changed since the last save
+        self._runs_dirty: set[str] = set()  # tenants whose running jobs changed since the last save
+        self._chunks: dict[str, int] = {}  # run chunks each tenant has in the store
+        self._stale: dict[str, list[str]] = {}  # history keys of tiers no longer configured, to delete
 
     # events
 
@@ -153,37 +156,47 @@ class Accountant:
     # persistence
 
     async def save(self, store: Store) -> int:
-        """Write the queue meters and every tenant changed since the last save; returns the revision."""
+        """Write what changed since the last save (see ``storage``); returns the store revision."""
         at = self.advance()
-        changed = self._dirty | {t for t, m in self._tenants.items() if m.runs}
-        items: list[tuple[str, bytes]] = [
-            (storage.QUEUES, storage.dumps({"t": at, "q": {q: m.encode() for q, m in self._queues.items()}}))
+        series: dict[str, list[SeriesKey]] = {}
+        for key in self._series:
+            series.setdefault(key[0], []).append(key)
+        changed = (
+            self._dirty
+            | {t for t, m in self._tenants.items() if m.runs}
+            | {key[0] for key, history in self._history.items() if history.dirty}
+        )
+        runs: dict[str, list[list[Any]]] = {t: [] for t in self._runs_dirty}
+        if runs:
+            for job_id, run in self._runs.items():
+                if run.tenant in runs:
+                    runs[run.tenant].append([job_id, run.queue, run.cluster, run.started, run.resources])
+        groups = [
+            [Op.put(storage.QUEUES, storage.dumps({"t": at, "q": {q: m.encode() for q, m in self._queues.items()}}))]
         ]
-        stale: list[str] = []
-        for tenant in sorted(changed):
-            chunks = list(
-                storage.chunked(
-                    [job_id, run.queue, run.cluster, run.started, run.resources]
-                    for job_id, run in self._runs.items()
-                    if run.tenant == tenant
-                )
-            )
-            items += [(storage.runs_key(tenant, i), chunk) for i, chunk in enumerate(chunks)]
-            stale += [storage.runs_key(tenant, i) for i in range(len(chunks), self._chunks.get(tenant, 0))]
-            self._chunks[tenant] = len(chunks)
-            own = [key for key in self._series if key[0] == tenant]
+        for tenant in sorted(changed | self._runs_dirty):
+            ops: list[Op] = []
+            if tenant in runs:
+                chunks = list(storage.chunked(runs[tenant]))
+                ops += [Op.put(storage.runs_key(tenant, i), chunk) for i, chunk in enumerate(chunks)]
+                ops += [Op.delete(storage.runs_key(tenant, i)) for i in range(len(chunks), self._chunks.get(tenant, 0))]
+                self._chunks[tenant] = len(chunks)
+            for key in series.get(tenant, ()):
+                for width, chunk, data in self._history[key].take_dirty():
+                    name = storage.history_key(*key, width, chunk)
+                    ops.append(Op.delete(name) if data is None else Op.put(name, storage.dumps(data)))
+            ops += [Op.delete(name) for name in self._stale.pop(tenant, ())]
             doc = {
                 "m": self._tenants[tenant].encode() if tenant in self._tenants else None,
                 "f": self._factors.get(tenant),
-                "s": [[q, c, self._series[(t, q, c)].encode()] for t, q, c in own],
-                "c": len(chunks),
+                "s": [[q, c, self._series[(t, q, c)].encode()] for t, q, c in series.get(tenant, ())],
+                "c": self._chunks.get(tenant, 0),
             }
-            items.append((storage.tenant_key(tenant), storage.dumps(doc)))
-            items += [(storage.history_key(*key), storage.dumps(self._history[key].encode())) for key in own]
-        revision = await put_many(store, items)
-        for start in range(0, len(stale), store.max_txn_ops):
-            revision = (await store.txn((), [Op.delete(k) for k in stale[start : start + store.max_txn_ops]])).revision
+            ops.append(Op.put(storage.tenant_key(tenant), storage.dumps(doc)))
+            groups.append(ops)
+        revision = await storage.write_groups(store, groups)
         self._dirty.clear()
+        self._runs_dirty.clear()
         return revision
 
     async def load(self, store: Store) -> None:
@@ -212,9 +225,14 @@ class Accountant:
                         tenant, queue, cluster, amounts, res.units(amounts, self.weights), float(started)
                     )
         for kv in await store.range(keys.HISTORY):
-            key = storage.parse_history_key(kv.key)
-            if key in self._series:
-                self._history[key] = History.decode(json.loads(kv.value), self.tiers)
+            key, width, _ = storage.parse_history_key(kv.key)
+            if key not in self._series:  # a save cut short: keep the usage, as an idle series
+                self._series[key] = Meter(None, self._time)
+                self._history[key] = History(self.tiers)
+            if not self._history[key].absorb(width, json.loads(kv.value)):
+                self._stale.setdefault(key[0], []).append(kv.key)
+        for history in self._history.values():
+            history.settle()
 
     # internals
 
@@ -242,6 +260,7 @@ class Accountant:
         self._advance_series(key, at)
         self._series[key].change(at, run.resources, run.units, sign)
         self._dirty.add(run.tenant)
+        self._runs_dirty.add(run.tenant)
 
     def _advance_series(self, key: SeriesKey, now: float) -> None:
         meter, history = self._series[key], self._history[key]

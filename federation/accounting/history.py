@@ -59,7 +59,7 @@ class Amounts:
 class History:
     """The buckets of one series. A cell is ``[unit-seconds, seconds of resources[0], ...]``."""
 
-    __slots__ = ("tiers", "resources", "_index", "buckets")
+    __slots__ = ("tiers", "resources", "_index", "buckets", "dirty")
 
     def __init__(self, tiers: Sequence[Tier] = DEFAULT_TIERS) -> None:
         self.tiers = tuple(tiers)
@@ -67,6 +67,7 @@ class History:
         self._index: dict[str, int] = {}
         # Per tier, bucket start -> cell, in time order (usage is only ever added at the present).
         self.buckets: list[dict[float, list[float]]] = [{} for _ in self.tiers]
+        self.dirty: set[tuple[int, float]] = set()  # (tier, chunk start) changed since the last save
 
     def add(self, start: float, end: float, units: float, rates: Mapping[str, float]) -> None:
         """Record a constant allocation over ``[start, end)``, split exactly at bucket bounds."""
@@ -84,6 +85,7 @@ class History:
         while bucket < end:
             overlap = min(end, bucket + width) - max(start, bucket)
             _accumulate(cells.setdefault(bucket, []), vector, overlap)
+            self._touch(0, bucket)
             bucket += width
 
     def compact(self, now: float, retention: float | None) -> None:
@@ -98,10 +100,14 @@ class History:
                 if parent + coarse_width > now - tier.keep:
                     break
                 _accumulate(coarse.setdefault(parent, []), fine.pop(start))
+                self._touch(level, start)
+                self._touch(level + 1, parent)
         if retention is not None:
-            for tier, cells in zip(self.tiers, self.buckets, strict=True):
+            for level, (tier, cells) in enumerate(zip(self.tiers, self.buckets, strict=True)):
                 while cells and next(iter(cells)) + tier.width <= now - retention:
-                    del cells[next(iter(cells))]
+                    start = next(iter(cells))
+                    del cells[start]
+                    self._touch(level, start)
 
     def cells(self) -> Iterator[tuple[float, float, list[float]]]:
         """Every bucket as (start, width, cell), coarse tiers first."""
@@ -144,33 +150,52 @@ class History:
         other.buckets = [{start: list(cell) for start, cell in cells.items()} for cells in self.buckets]
         return other
 
-    def encode(self) -> dict[str, Any]:
-        """Compact JSON: resource names once, then ``[start, unit-seconds, seconds...]`` rows per tier."""
-        return {
-            "r": self.resources,
-            "b": [
-                [tier.width, [[start, *cell] for start, cell in cells.items()]]
-                for tier, cells in zip(self.tiers, self.buckets, strict=True)
-            ],
-        }
+    def chunk_width(self, level: int) -> float:
+        """Buckets are stored a chunk at a time: one coarser bucket's worth (an hour of minutes, a
+        day of hours), a year of the last tier's; a save rewrites only the chunks that changed."""
+        if level + 1 < len(self.tiers):
+            return self.tiers[level + 1].width
+        return self.tiers[level].width * 366
 
-    @classmethod
-    def decode(cls, data: Mapping[str, Any], tiers: Sequence[Tier] = DEFAULT_TIERS) -> History:
-        """Rebuild from ``encode``; buckets of a width no longer configured go to the next wider tier."""
-        history = cls(tiers)
-        for name in data["r"]:
-            history._slot(str(name))
-        for width, rows in data["b"]:
-            level = next((i for i, tier in enumerate(history.tiers) if tier.width >= float(width)), None)
-            if level is None:
-                level = len(history.tiers) - 1
-            tier_width = history.tiers[level].width
-            cells = history.buckets[level]
-            for row in rows:
-                start = math.floor(float(row[0]) / tier_width) * tier_width
-                _accumulate(cells.setdefault(start, []), [float(v) for v in row[1:]])
-        history.buckets = [dict(sorted(cells.items())) for cells in history.buckets]
-        return history
+    def take_dirty(self) -> list[tuple[float, float, dict[str, Any] | None]]:
+        """(tier width, chunk start, chunk or None if now empty) of each chunk changed since the last call."""
+        out = [(self.tiers[level].width, chunk, self.encode_chunk(level, chunk)) for level, chunk in sorted(self.dirty)]
+        self.dirty.clear()
+        return out
+
+    def encode_chunk(self, level: int, chunk: float) -> dict[str, Any] | None:
+        """Compact JSON: resource names once, then ``[start, unit-seconds, seconds...]`` rows."""
+        width, cells = self.tiers[level].width, self.buckets[level]
+        rows = []
+        for k in range(round(self.chunk_width(level) / width)):
+            cell = cells.get(chunk + k * width)
+            if cell is not None:
+                rows.append([chunk + k * width, *cell])
+        return {"r": self.resources, "b": rows} if rows else None
+
+    def absorb(self, width: float, data: Mapping[str, Any]) -> bool:
+        """Add one stored chunk. Buckets of a width no longer configured go to the next wider tier
+        (and are marked to be written again); returns whether the chunk's width is configured."""
+        level = next((i for i, tier in enumerate(self.tiers) if tier.width >= width), len(self.tiers) - 1)
+        tier_width = self.tiers[level].width
+        slots = [0] + [self._slot(str(name)) for name in data["r"]]
+        for row in data["b"]:
+            start = math.floor(float(row[0]) / tier_width) * tier_width
+            vector = [0.0] * (max(slots) + 1)
+            for slot, amount in zip(slots, row[1:], strict=False):
+                vector[slot] = float(amount)
+            _accumulate(self.buckets[level].setdefault(start, []), vector)
+            if tier_width != width:
+                self._touch(level, start)
+        return tier_width == width
+
+    def settle(self) -> None:
+        """Put buckets back in time order after chunks were absorbed in any order."""
+        self.buckets = [dict(sorted(cells.items())) for cells in self.buckets]
+
+    def _touch(self, level: int, start: float) -> None:
+        width = self.chunk_width(level)
+        self.dirty.add((level, math.floor(start / width) * width))
 
 
 def _accumulate(cell: list[float], values: Sequence[float], times: float = 1.0) -> None:

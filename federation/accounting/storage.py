@@ -4,19 +4,24 @@
 - ``usage/tenants/<tenant>``: the tenant's meter, priority factor, its series' meters, and how many
   run chunks it has;
 - ``usage/runs/<tenant>/<n>``: the tenant's running jobs, in chunks well under etcd's 1.5 MiB;
-- ``history/<tenant>/<queue>/<cluster>``: one series' downsampled buckets.
+- ``history/<tenant>/<queue>/<cluster>/<tier width>/<chunk start>``: a chunk of one series'
+  downsampled buckets (an hour of minutes, a day of hours, a year of days).
 
-One document per tenant (and per series) keeps each value small and lets a save rewrite only the
-tenants that changed.
+Small documents let a save rewrite only what changed: the tenants that ran or changed, the run
+chunks of tenants that started or stopped jobs, and the history chunks that gained usage or were
+downsampled. A tenant's writes go in one txn where they fit, so a chunk moved into a coarser one is
+never stored twice nor lost.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from federation import keys
+from federation.store import Op, Store
+from federation.store.bulk import MAX_BATCH_BYTES
 
 QUEUES = f"{keys.USAGE}queues"
 TENANTS = f"{keys.USAGE}tenants/"
@@ -33,13 +38,40 @@ def runs_key(tenant: str, chunk: int) -> str:
     return f"{RUNS}{tenant}/{chunk}"
 
 
-def history_key(tenant: str, queue: str, cluster: str) -> str:
-    return f"{keys.HISTORY}{tenant}/{queue}/{cluster}"
+def history_key(tenant: str, queue: str, cluster: str, width: float, chunk: float) -> str:
+    return f"{keys.HISTORY}{tenant}/{queue}/{cluster}/{width:.17g}/{chunk:.17g}"
 
 
-def parse_history_key(key: str) -> tuple[str, str, str]:
-    tenant, queue, cluster = key.removeprefix(keys.HISTORY).split("/")
-    return tenant, queue, cluster
+def parse_history_key(key: str) -> tuple[tuple[str, str, str], float, float]:
+    """((tenant, queue, cluster), tier width, chunk start) of a history key."""
+    tenant, queue, cluster, width, chunk = key.removeprefix(keys.HISTORY).split("/")
+    return (tenant, queue, cluster), float(width), float(chunk)
+
+
+async def write_groups(store: Store, groups: Iterable[Sequence[Op]], max_bytes: int = MAX_BATCH_BYTES) -> int:
+    """Run the ops in as few txns as fit etcd's limits, never splitting a group that fits in one
+    (a group larger than one txn goes in several); returns the last revision."""
+    revision = 0
+    batch: list[Op] = []
+    size = 0
+    for group in groups:
+        cost = sum(len(op.key) + len(op.value) for op in group)
+        if batch and (len(batch) + len(group) > store.max_txn_ops or size + cost > max_bytes):
+            revision = (await store.txn((), batch)).revision
+            batch, size = [], 0
+        if len(group) <= store.max_txn_ops and cost <= max_bytes:
+            batch += group
+            size += cost
+            continue
+        for op in group:
+            if batch and (len(batch) >= store.max_txn_ops or size + len(op.key) + len(op.value) > max_bytes):
+                revision = (await store.txn((), batch)).revision
+                batch, size = [], 0
+            batch.append(op)
+            size += len(op.key) + len(op.value)
+    if batch:
+        revision = (await store.txn((), batch)).revision
+    return revision or await store.revision()
 
 
 def dumps(value: Any) -> bytes:

@@ -64,17 +64,28 @@ def test_tiers_must_nest() -> None:
         check_tiers([Tier(60, None), Tier(3600, None)])
 
 
-def test_history_json_round_trip_and_new_resources_after_old_buckets() -> None:
+def test_changed_chunks_round_trip_and_new_resources_after_old_buckets() -> None:
     history = History()
     history.add(T0, T0 + 60, 1.0, {"cpu": 1.0})
     history.add(T0 + 60, T0 + 120, 3.0, {"cpu": 1.0, "gpu": 2.0})
     history.compact(T0 + 2 * DAY, None)
-    again = History.decode(history.encode())
-    assert again.buckets == history.buckets and again.resources == ["cpu", "gpu"]
+    chunks = history.take_dirty()
+    # Both minutes were moved into the hour T0: the minute chunk of that hour is now empty (None:
+    # delete it), the hour chunk of that day holds one bucket.
+    assert [(width, chunk, data is None) for width, chunk, data in chunks] == [(MINUTE, T0, True), (HOUR, T0, False)]
+    assert history.take_dirty() == []
+    again = History()
+    again.absorb(MINUTE, {"r": ["gpu", "cpu"], "b": []})  # another chunk's resource order: mapped by name
+    for width, _, data in chunks:
+        if data is not None:
+            assert again.absorb(width, data)
+    again.settle()
     assert again.total().seconds == {"cpu": 120, "gpu": 120}
-    # Buckets of a width no longer configured are merged into the next wider tier on load.
-    coarse = History.decode(history.encode(), (Tier(DAY, None),))
-    assert coarse.buckets == [{T0: [240.0, 120.0, 120.0]}]
+    assert again.binned([T0, T0 + HOUR])[0].unit_seconds == 240
+    # A chunk of a width no longer configured goes to the next wider tier, to be written again there.
+    coarse = History((Tier(DAY, None),))
+    assert not coarse.absorb(HOUR, chunks[1][2] or {})
+    assert coarse.buckets == [{T0: [240.0, 120.0, 120.0]}] and coarse.dirty
 
 
 runs = st.lists(

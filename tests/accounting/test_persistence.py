@@ -6,10 +6,11 @@ import json
 
 from federation import keys
 from federation.accounting import Accountant, storage
-from federation.store import Store
+from federation.store import MemoryStore, Op, Store
 from policies.clock import ManualClock
 
 HOUR = 3600.0
+MINUTE = 60.0
 T0 = 19_675 * 86_400.0
 
 
@@ -88,10 +89,36 @@ async def test_save_writes_only_changed_tenants_and_splits_running_jobs(store: S
     assert len(reader.running()) == 1000
     doc = json.loads((await store.get(storage.tenant_key("alice"))).value)  # type: ignore[union-attr]
     assert doc["c"] == 1
+    # Both ran within the hour from T0: one chunk of minutes each.
     assert {kv.key for kv in await store.range(keys.HISTORY)} == {
-        storage.history_key("alice", "research.vision", "east"),
-        storage.history_key("carol", "q", "east"),
+        storage.history_key("alice", "research.vision", "east", MINUTE, T0),
+        storage.history_key("carol", "q", "east", MINUTE, T0),
     }
+    history = await store.get(storage.history_key("carol", "q", "east", MINUTE, T0))
+    # carol's history chunk went in the same txn as her document, at the first save, and not since.
+    assert history is not None and history.mod_revision == carol.mod_revision
+
+
+async def test_downsampled_chunks_replace_their_minutes_in_the_store(store: Store) -> None:
+    """Two days of 10 cores, saved hourly: the store holds minutes only for the last day, and a
+    load sums to exactly what ran."""
+    clock = ManualClock(T0)
+    acct = new(clock)
+    acct.start("a", "alice", "q", "east", {"cpu": 10}, at=T0)
+    for _ in range(48):
+        clock.advance(HOUR)
+        await acct.save(store)
+    minutes = [
+        storage.parse_history_key(kv.key)[2]
+        for kv in await store.range(keys.HISTORY)
+        if storage.parse_history_key(kv.key)[1] == MINUTE
+    ]
+    # At T0 + 48 h, hours that ended over a day ago are hour buckets: minutes remain for hours 24-47.
+    assert sorted(minutes) == [T0 + h * HOUR for h in range(24, 48)]
+    reader = new(clock)
+    await reader.load(store)
+    (history,) = reader.snapshot().history.values()
+    assert history.total().seconds == {"cpu": 10 * 48 * HOUR}
 
 
 async def test_load_of_an_empty_store_is_empty(store: Store) -> None:
@@ -100,3 +127,17 @@ async def test_load_of_an_empty_store_is_empty(store: Store) -> None:
     await acct.load(store)
     assert acct.running() == set()
     assert acct.snapshot(T0).tenants == {}
+
+
+async def test_write_groups_keeps_a_group_in_one_txn_when_it_fits() -> None:
+    store = MemoryStore(clock=ManualClock(T0), max_txn_ops=4)
+    groups = [[Op.put(f"g{g}/{i}", b"x") for i in range(size)] for g, size in enumerate([3, 1, 3, 6])]
+    first = await store.revision()
+    await storage.write_groups(store, groups)
+    revisions: dict[str, set[int]] = {}
+    for kv in await store.range("g"):
+        revisions.setdefault(kv.key.split("/")[0], set()).add(kv.mod_revision)
+    # g0 and g1 share a txn (3 + 1 ops), g2 has its own (3 + 3 > 4), g3 (6 > 4) is split into 4 + 2.
+    assert revisions["g0"] == revisions["g1"] == {first + 1}
+    assert revisions["g2"] == {first + 2}
+    assert revisions["g3"] == {first + 3, first + 4}
