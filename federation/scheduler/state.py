@@ -68,7 +68,7 @@ class ClusterView:
     nodes: list[NodeReport] = field(default_factory=list)
     reported_running: set[tuple[str, int]] = field(default_factory=set)
     expected_end: dict[str, float] = field(default_factory=dict)
-    jobs: set[str] = field(default_factory=set)
+    jobs: dict[str, None] = field(default_factory=dict)  # an ordered set: snapshots list jobs in dispatch order
 
 
 class FederationState:
@@ -111,7 +111,7 @@ class FederationState:
         else:
             self.pending.remove(record.id)
         if record.state in ON_CLUSTER and record.cluster:
-            self.clusters.setdefault(record.cluster, ClusterView(record.cluster)).jobs.add(record.id)
+            self.clusters.setdefault(record.cluster, ClusterView(record.cluster)).jobs[record.id] = None
 
     def remove_job(self, job_id: str) -> None:
         entry = self.entries.pop(job_id, None)
@@ -125,7 +125,7 @@ class FederationState:
     def _leave_cluster(self, job_id: str, cluster: str) -> None:
         view = self.clusters.get(cluster)
         if view is not None:
-            view.jobs.discard(job_id)
+            view.jobs.pop(job_id, None)
 
     # ---- clusters and queues -----------------------------------------------------------------
 
