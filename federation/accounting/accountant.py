@@ -139,6 +139,7 @@ class Accountant:
             meter.advance(at)
         for key in self._series:
             self._advance_series(key, at)
+            self._history[key].compact(at, self.retention)
         return at
 
     def snapshot(self, now: float | None = None) -> AccountingSnapshot:
@@ -263,8 +264,7 @@ class Accountant:
         self._runs_dirty.add(run.tenant)
 
     def _advance_series(self, key: SeriesKey, now: float) -> None:
-        meter, history = self._series[key], self._history[key]
+        meter = self._series[key]
         if meter.runs and now > meter.last:
-            history.add(meter.last, now, meter.units, meter.rates)
+            self._history[key].add(meter.last, now, meter.units, meter.rates)
         meter.advance(now)
-        history.compact(now, self.retention)

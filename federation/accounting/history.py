@@ -32,6 +32,8 @@ class Tier:
 
 DEFAULT_TIERS = (Tier(MINUTE, DAY), Tier(HOUR, 30 * DAY), Tier(DAY, None))
 DEFAULT_RETENTION = 400 * DAY
+PENDING_LIMIT = 256
+"""Segments a series keeps unbucketed between flushes: events are cheap, reads and saves flush."""
 
 
 def check_tiers(tiers: Sequence[Tier]) -> None:
@@ -59,7 +61,7 @@ class Amounts:
 class History:
     """The buckets of one series. A cell is ``[unit-seconds, seconds of resources[0], ...]``."""
 
-    __slots__ = ("tiers", "resources", "_index", "buckets", "dirty")
+    __slots__ = ("tiers", "resources", "_index", "buckets", "dirty", "_pending")
 
     def __init__(self, tiers: Sequence[Tier] = DEFAULT_TIERS) -> None:
         self.tiers = tuple(tiers)
@@ -68,28 +70,69 @@ class History:
         # Per tier, bucket start -> cell, in time order (usage is only ever added at the present).
         self.buckets: list[dict[float, list[float]]] = [{} for _ in self.tiers]
         self.dirty: set[tuple[int, float]] = set()  # (tier, chunk start) changed since the last save
+        self._pending: list[tuple[float, float, float, dict[str, float]]] = []
 
     def add(self, start: float, end: float, units: float, rates: Mapping[str, float]) -> None:
-        """Record a constant allocation over ``[start, end)``, split exactly at bucket bounds."""
+        """Record a constant allocation over ``[start, end)``. Kept as a segment until ``flush``
+        (by ``compact``, a read, or every ``PENDING_LIMIT`` segments)."""
         if end <= start or (units == 0 and not any(rates.values())):
             return
-        vector = [units] + [0.0] * len(self.resources)
-        for name, rate in rates.items():
-            slot = self._slot(name)
-            if slot >= len(vector):
+        self._pending.append((start, end, units, dict(rates)))
+        if len(self._pending) >= PENDING_LIMIT:
+            self.flush(end)
+
+    def flush(self, now: float | None = None) -> None:
+        """Write pending segments into buckets, split exactly at bucket bounds, each part straight
+        into the tier its age puts it in at ``now`` (default: the last segment's end), so old usage
+        never costs one write per minute."""
+        if not self._pending:
+            return
+        at = max(end for _, end, _, _ in self._pending) if now is None else now
+        # Older buckets move first, so each tier's buckets stay in time order after the writes below.
+        self._promote(at)
+        # Times from cuts[L] up to cuts[L-1] belong to tier L: the finest tier keeps what its coarser
+        # bucket has not yet left (see ``compact``), the last tier everything older.
+        cuts = [math.inf]
+        for level, tier in enumerate(self.tiers[:-1]):
+            assert tier.keep is not None
+            coarse = self.tiers[level + 1].width
+            cuts.append(min(cuts[-1], math.floor((at - tier.keep) / coarse) * coarse))
+        cuts.append(-math.inf)
+        for start, end, units, rates in self._pending:
+            vector = [units] + [0.0] * len(self.resources)
+            for name, rate in rates.items():
+                slot = self._slot(name)
                 vector.extend([0.0] * (slot + 1 - len(vector)))
-            vector[slot] = rate
-        width = self.tiers[0].width
-        cells = self.buckets[0]
+                vector[slot] = rate
+            for level in reversed(range(len(self.tiers))):
+                lo, hi = max(start, cuts[level + 1]), min(end, cuts[level])
+                if lo < hi:
+                    self._write(level, lo, hi, vector)
+        self._pending.clear()
+
+    def _write(self, level: int, start: float, end: float, vector: Sequence[float]) -> None:
+        width = self.tiers[level].width
+        cells = self.buckets[level]
         bucket = math.floor(start / width) * width
         while bucket < end:
             overlap = min(end, bucket + width) - max(start, bucket)
             _accumulate(cells.setdefault(bucket, []), vector, overlap)
-            self._touch(0, bucket)
+            self._touch(level, bucket)
             bucket += width
 
     def compact(self, now: float, retention: float | None) -> None:
         """Move buckets whose coarser bucket is past the tier's ``keep``; drop those past ``retention``."""
+        self.flush(now)
+        self._promote(now)
+        if retention is not None:
+            for level, (tier, cells) in enumerate(zip(self.tiers, self.buckets, strict=True)):
+                while cells and next(iter(cells)) + tier.width <= now - retention:
+                    start = next(iter(cells))
+                    del cells[start]
+                    self._touch(level, start)
+
+    def _promote(self, now: float) -> None:
+        """Move each bucket into its coarser bucket once that one ends more than ``keep`` before ``now``."""
         for level, tier in enumerate(self.tiers[:-1]):
             assert tier.keep is not None
             coarse_width = self.tiers[level + 1].width
@@ -102,15 +145,10 @@ class History:
                 _accumulate(coarse.setdefault(parent, []), fine.pop(start))
                 self._touch(level, start)
                 self._touch(level + 1, parent)
-        if retention is not None:
-            for level, (tier, cells) in enumerate(zip(self.tiers, self.buckets, strict=True)):
-                while cells and next(iter(cells)) + tier.width <= now - retention:
-                    start = next(iter(cells))
-                    del cells[start]
-                    self._touch(level, start)
 
     def cells(self) -> Iterator[tuple[float, float, list[float]]]:
         """Every bucket as (start, width, cell), coarse tiers first."""
+        self.flush()
         for tier, cells in zip(reversed(self.tiers), reversed(self.buckets), strict=True):
             for start, cell in cells.items():
                 yield start, tier.width, cell
@@ -120,6 +158,7 @@ class History:
 
     def binned(self, edges: Sequence[float]) -> list[Amounts]:
         """Usage in each ``[edges[i], edges[i+1])``, partial buckets in proportion to their overlap."""
+        self.flush()
         sums = [[0.0] * (len(self.resources) + 1) for _ in range(max(len(edges) - 1, 0))]
         for start, width, cell in self.cells():
             end = start + width
@@ -144,10 +183,12 @@ class History:
         return slot
 
     def copy(self) -> History:
+        self.flush()
         other = History(self.tiers)
         other.resources = list(self.resources)
         other._index = dict(self._index)
         other.buckets = [{start: list(cell) for start, cell in cells.items()} for cells in self.buckets]
+        other.dirty = set(self.dirty)
         return other
 
     def chunk_width(self, level: int) -> float:
@@ -159,6 +200,7 @@ class History:
 
     def take_dirty(self) -> list[tuple[float, float, dict[str, Any] | None]]:
         """(tier width, chunk start, chunk or None if now empty) of each chunk changed since the last call."""
+        self.flush()
         out = [(self.tiers[level].width, chunk, self.encode_chunk(level, chunk)) for level, chunk in sorted(self.dirty)]
         self.dirty.clear()
         return out

@@ -68,6 +68,8 @@ def test_changed_chunks_round_trip_and_new_resources_after_old_buckets() -> None
     history = History()
     history.add(T0, T0 + 60, 1.0, {"cpu": 1.0})
     history.add(T0 + 60, T0 + 120, 3.0, {"cpu": 1.0, "gpu": 2.0})
+    history.flush()  # as minutes: the usage is recent at its end, T0 + 2 min
+    assert [len(cells) for cells in history.buckets] == [2, 0, 0]
     history.compact(T0 + 2 * DAY, None)
     chunks = history.take_dirty()
     # Both minutes were moved into the hour T0: the minute chunk of that hour is now empty (None:
@@ -101,7 +103,7 @@ runs = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(runs, st.lists(st.floats(0, 40 * DAY, allow_nan=False), max_size=4))
 def test_downsampling_keeps_totals(jobs: list[tuple[float, float, float, str, str]], reads: list[float]) -> None:
     """Whatever the order of events, reads and compactions, history totals = what ran (sum of cores x time)."""
@@ -122,10 +124,26 @@ def test_downsampling_keeps_totals(jobs: list[tuple[float, float, float, str, st
             acct.snapshot(at)
     end = max(at for at, _, _ in events) + 45 * DAY
     snap = acct.snapshot(end)
-    expected = sum(cores * duration for _, duration, cores, _, _ in jobs)
+    # What ran, from the event times as floats (at T0 ~ 1.7e9 s they are exact to ~2.4e-7 s).
+    expected = sum(cores * ((T0 + s + d) - (T0 + s)) for s, d, cores, _, _ in jobs)
     history_total = sum(h.total().seconds.get("cpu", 0.0) for h in snap.history.values())
     assert history_total == pytest.approx(expected, rel=1e-9, abs=1e-6)
     assert snap.queues[""].seconds.get("cpu", 0.0) == pytest.approx(expected, rel=1e-9, abs=1e-6)
     window = sum(a.seconds.get("cpu", 0.0) for a in snap.window(T0 - DAY, end).values())
     assert window == pytest.approx(expected, rel=1e-9, abs=1e-6)
-    assert all(len(h.buckets[0]) <= 24 * 60 + 60 for h in snap.history.values())
+    for history in snap.history.values():
+        assert len(history.buckets[0]) <= 24 * 60 + 60
+        assert all(list(cells) == sorted(cells) for cells in history.buckets)  # each tier in time order
+
+
+def test_a_year_without_events_goes_straight_to_coarse_buckets() -> None:
+    clock = ManualClock(T0)
+    acct = Accountant(clock, HOUR, {"cpu": 1.0})
+    acct.start("j", "alice", "q", "east", {"cpu": 2}, at=T0)
+    history = acct.snapshot(T0 + 365 * DAY).history[("alice", "q", "east")]
+    # The last day in minutes, the 29 days before in hours, the 335 days before that in days.
+    assert [len(cells) for cells in history.buckets] == [1440, 29 * 24, 335]
+    assert history.total().seconds == {"cpu": 2 * 365 * DAY}
+    # Written where it belongs: 24 hour-chunks of minutes, 29 day-chunks of hours, 1-2 year-chunks of
+    # days; not a chunk per hour of the year, as writing minutes and then moving them would be.
+    assert len(history.dirty) <= 24 + 29 + 2
