@@ -1,0 +1,41 @@
+"""Running ``fedq simulate`` in-process and reading back what it wrote, for the simulator tests."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from pathlib import Path
+
+from federation.cli import simulate
+from federation.cli.context import common_options
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIOS = ROOT / "configs" / "scenarios"
+TRACES = ROOT.parent / "shared" / "traces"
+
+
+def fedq(*argv: str) -> int:
+    """``fedq ARGV`` with the parser shaped as ``federation.cli.build_parser`` shapes it."""
+    common = common_options()
+    parser = argparse.ArgumentParser(prog="fedq", parents=[common])
+    sub = parser.add_subparsers(dest="command", required=True)
+    simulate.register(sub, common)
+    args = parser.parse_args(list(argv))
+    code: int = args.func(args)
+    return code
+
+
+def jobs_csv(directory: Path) -> dict[str, dict[str, str]]:
+    """jobs.csv rows by job id."""
+    with (directory / "jobs.csv").open(newline="", encoding="utf-8") as handle:
+        return {row["id"]: row for row in csv.DictReader(handle)}
+
+
+def simulate_scenario(name: str, out: Path, *flags: str) -> dict[str, dict[str, str]]:
+    """Run configs/scenarios/NAME.yaml through ``fedq simulate`` and return its jobs.csv rows."""
+    assert fedq("simulate", str(SCENARIOS / f"{name}.yaml"), "--output-dir", str(out), "-o", "json", *flags) == 0
+    return jobs_csv(out)
+
+
+def starts(rows: dict[str, dict[str, str]]) -> dict[str, float | None]:
+    return {job: float(row["start"]) if row["start"] else None for job, row in rows.items()}
