@@ -9,6 +9,11 @@ import sys
 import structlog
 
 
+def _stderr_logger(*_: object) -> structlog.PrintLogger:
+    """Whatever ``sys.stderr`` is when a line is logged (a test runner swaps it per test)."""
+    return structlog.PrintLogger(file=sys.stderr)
+
+
 def configure_logging(level: str | None = None, *, json: bool | None = None) -> None:
     """``FEDQ_LOG_LEVEL`` (default info) and ``FEDQ_LOG_JSON`` (default: JSON when not a terminal)."""
     name = (level or os.environ.get("FEDQ_LOG_LEVEL", "info")).upper()
@@ -26,6 +31,6 @@ def configure_logging(level: str | None = None, *, json: bool | None = None) -> 
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )

@@ -164,7 +164,7 @@ def run_up(args: argparse.Namespace) -> int:
         unfinished = [job["id"] for job in jobs if job["state"] not in TERMINAL]
         console.print(f"\nfedq is up: export FEDQ_SERVER={server.url} FEDQ_TOKEN={admin}")
         console.print(
-            "try: fedq jobs | fedq clusters | fedq queues | fedq submit configs/examples/hello.yaml --tenant alice"
+            "try: fedq jobs | fedq clusters | fedq queues | fedq explain ID | fedq report quota | fedq report userprio"
         )
         if args.exit:
             return 1 if unfinished else 0

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from federation.api import routes_admin, routes_clusters, routes_jobs
+from federation.api import routes_admin, routes_clusters, routes_jobs, routes_reports
 from federation.api.errors import install_error_handlers
 from federation.api.state import ApiMetrics, QueueTreeCache, ServerState
 from federation.auth import TokenStore
@@ -56,6 +56,8 @@ def create_app(
     app.include_router(routes_jobs.router)
     app.include_router(routes_admin.router)
     app.include_router(routes_clusters.router)
+    app.include_router(routes_reports.router)
+    quota_metrics = routes_reports.register_metrics(state)
 
     @app.middleware("http")
     async def _observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -76,6 +78,7 @@ def create_app(
 
     @app.get("/metrics", tags=["health"])
     async def metrics() -> Response:
+        await quota_metrics.refresh()  # per-tenant and per-queue gauges from the store, at most every 10 s
         return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     return app

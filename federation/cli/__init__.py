@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from federation import up
-from federation.cli import admin, jobs, server
+from federation.cli import admin, jobs, report, server
 from federation.cli.context import common_options
 from federation.cli.output import fail
 from federation.client import FedqError
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     server.register(sub)
     jobs.register(sub, common)
     admin.register(sub, common)
+    report.register(sub, common)
     agent_cli.register(sub)
     up.register(sub)
     return parser

@@ -23,6 +23,7 @@ from federation.jobs import Change
 from federation.leader import LeaderElection
 from federation.models import JobRecord, JobState, QueueTree, QueueTreeConfig
 from federation.models.cluster import ClusterRecord, ClusterReport
+from federation.reports.source import queue_half_lives
 from federation.scheduler.conf import global_conf
 from federation.scheduler.cycle import CyclePlan, GlobalScheduler
 from federation.scheduler.dispatch import (
@@ -137,9 +138,7 @@ class SchedulerService:
         elif key == keys.QUEUES:
             tree = QueueTree(QueueTreeConfig.model_validate_json(kv.value))
             state.set_queues(tree)
-            self.accountant.queue_half_life = {
-                path: node.config.half_life for path, node in tree.nodes.items() if node.config.half_life is not None
-            }
+            self.accountant.set_queue_half_lives(queue_half_lives(tree))
 
     def _account(self, record: JobRecord) -> None:
         """Usage runs from a job's start on its cluster until it ends or leaves the cluster."""
