@@ -40,6 +40,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     parser.add_argument(
         "--queues", choices=["one", "group"], default="one", help="SWF: one queue, or one queue per SWF group"
     )
+    parser.add_argument(
+        "--tenants", choices=["user", "one"], default="user", help="SWF: a tenant per SWF user, or one for all jobs"
+    )
     parser.add_argument("--limit", type=int, metavar="JOBS", help="SWF: replay only the first JOBS usable jobs")
     parser.add_argument("--strict", action="store_true", help="SWF: fail on a malformed line instead of skipping it")
     parser.add_argument("--config", help="federation.yaml whose keys set the policy (replaces a scenario's policy)")
@@ -97,6 +100,7 @@ def _scenario(args: argparse.Namespace) -> Scenario:
             clusters=args.clusters,
             nodes=args.nodes,
             queue_by=args.queues,
+            tenant_by=args.tenants,
         )
     else:
         scenario = load_scenario(Path(args.scenario))

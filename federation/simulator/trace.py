@@ -2,7 +2,7 @@
 
 A job of P processors becomes a gang of P tasks of one cpu each (``minAvailable`` = all), running for
 the trace's runtime (field 4) with the requested time (field 9, or the runtime when unknown) as its
-walltime. Tenants are SWF users; queues are one leaf for everybody, or one leaf per SWF group.
+walltime. Tenants are SWF users (or one for all); queues are one leaf for all, or one per SWF group.
 Specs are built without validation (``model_construct``): a trace has tens of thousands of jobs and
 the reader has already checked every field.
 """
@@ -18,7 +18,9 @@ from federation.simulator.swf import SwfJob, SwfTrace, split_nodes
 from member_agent.backends.base import NodeView
 
 QueueBy = Literal["one", "group"]
+TenantBy = Literal["user", "one"]
 ONE_QUEUE = "default"
+ONE_TENANT = "everyone"
 
 
 def scenario_from_swf(
@@ -28,8 +30,13 @@ def scenario_from_swf(
     clusters: int = 1,
     nodes: int | None = None,
     queue_by: QueueBy = "one",
+    tenant_by: TenantBy = "user",
 ) -> Scenario:
-    """``clusters`` equal parts of the machine (the remainder of nodes goes to the first ones)."""
+    """``clusters`` equal parts of the machine (the remainder of nodes goes to the first ones).
+
+    ``tenant_by="one"`` makes every job one tenant's: with one queue that is plain first-come order,
+    as in simulators without fair share.
+    """
     machine = trace.machine(nodes)
     sims = []
     first = 0
@@ -38,12 +45,12 @@ def scenario_from_swf(
         sims.append(SimCluster(f"cluster-{number}", views))
         first += count
     queue_of = (lambda job: job.group_queue) if queue_by == "group" else (lambda job: ONE_QUEUE)
-    jobs = [_job(job, queue_of(job)) for job in trace.jobs]
+    jobs = [_job(job, queue_of(job), ONE_TENANT if tenant_by == "one" else job.tenant) for job in trace.jobs]
     leaves = sorted({job.spec.queue for job in jobs}) or [ONE_QUEUE]
     return Scenario(sims, QueueTreeConfig(queues=[QueueConfig(name=leaf) for leaf in leaves]), policy, jobs)
 
 
-def _job(job: SwfJob, queue: str) -> SimJob:
+def _job(job: SwfJob, queue: str, tenant: str) -> SimJob:
     task = TaskSpec.model_construct(
         name="main", replicas=job.procs, resources={"cpu": 1.0}, command=[], env={}, runtime=job.runtime
     )
@@ -57,4 +64,4 @@ def _job(job: SwfJob, queue: str) -> SimJob:
         tasks=[task],
         array=None,
     )
-    return SimJob(str(job.id), job.tenant, job.submit, job.runtime, spec)
+    return SimJob(str(job.id), tenant, job.submit, job.runtime, spec)

@@ -52,6 +52,18 @@ def test_swf_replay_on_one_cluster(tmp_path: Path, trace: Path, capsys: pytest.C
     assert "tiny.swf:7: expected 18 fields, found 17" in capsys.readouterr().err
 
 
+def test_swf_replay_with_one_tenant_is_first_come_first_served(tmp_path: Path, trace: Path) -> None:
+    out = tmp_path / "out"
+    assert fedq("simulate", "--swf", str(trace), "--tenants", "one", "--output-dir", str(out), "-o", "json") == 0
+    rows = jobs_csv(out)
+    # As above until t=30, but job 4 is now the same tenant's as job 2 and comes after it: job 2 keeps
+    # its reservation from 100. At 50 job 4 (2 procs) would run past 100, when job 2 needs all 4 cpus,
+    # so it waits: job 2 runs [100, 150), job 4 starts at 150 and is killed at its walltime, at 250.
+    assert starts(rows) == {"1": 0.0, "2": 100.0, "3": 20.0, "4": 150.0}
+    assert (rows["4"]["end"], rows["4"]["state"]) == ("250.000", "Failed")
+    assert {row["tenant"] for row in rows.values()} == {"everyone"}
+
+
 def test_swf_split_over_two_clusters(tmp_path: Path, trace: Path) -> None:
     out = tmp_path / "out"
     assert fedq("simulate", "--swf", str(trace), "--clusters", "2", "--output-dir", str(out), "-o", "json") == 0

@@ -1,0 +1,115 @@
+"""Trace replay benchmark (DESIGN 4): run with `.venv/bin/python bench/replay.py`.
+
+Replays Parallel Workloads Archive traces through ``fedq simulate``'s code path (read the SWF, run the
+real global and member-cluster schedulers on a virtual clock, write jobs.csv and metrics.json) and
+prints the wall time of each replay with its metrics:
+
+1. KTH-SP2 (28,476 jobs) on one cluster with EASY, a tenant per SWF user (fair share between users).
+   Target: <= 10 s on the 2-core machine.
+2. The same with one tenant for all jobs: plain first-come order, the model of bench/peer_accasim.md.
+3. SDSC-SP2 on one cluster with EASY.
+4. SDSC-SP2 split over 4 clusters with EASY.
+
+A progress bar shows on a terminal. ``--limit`` replays only the first jobs of each trace (for a quick
+look); the figures in bench/README.md are full replays. Exits 1 if the KTH target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from federation.config import FederationConfig  # noqa: E402
+from federation.logs import configure_logging  # noqa: E402
+from federation.simulator.run import run_scenario, with_policy  # noqa: E402
+from federation.simulator.swf import read_swf  # noqa: E402
+from federation.simulator.trace import TenantBy, scenario_from_swf  # noqa: E402
+
+TRACES = ROOT.parent / "shared" / "traces"
+KTH = "KTH-SP2-1996-2.1-cln.swf.gz"
+SDSC = "SDSC-SP2-1998-4.2-cln.swf.gz"
+KTH_TARGET_SECONDS = 10.0
+REPLAYS: dict[str, tuple[str, int, TenantBy]] = {
+    "kth": (KTH, 1, "user"),
+    "kth-fifo": (KTH, 1, "one"),
+    "sdsc": (SDSC, 1, "user"),
+    "sdsc4": (SDSC, 4, "user"),
+}
+SHOWN = ("jobs", "completed", "failed", "unschedulable", "mean_wait", "p95_wait", "mean_bounded_slowdown")
+
+
+def replay(
+    trace: Path, clusters: int, tenants: TenantBy, limit: int | None, out: Path, console: Console
+) -> dict[str, object]:
+    """One timed replay, from reading the trace to the written outputs."""
+    started = time.perf_counter()
+    swf = read_swf(trace, limit=limit)
+    scenario = scenario_from_swf(swf, with_policy(FederationConfig(), "easy"), clusters=clusters, tenant_by=tenants)
+    columns = (TextColumn(f"{trace.name} x{clusters}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
+        task = bar.add_task("replay", total=len(scenario.jobs))
+        update: Callable[[int, int], None] = lambda done, _total: bar.update(task, completed=done)  # noqa: E731
+        run = run_scenario(scenario, out, progress=update)
+    wall = time.perf_counter() - started
+    stats = run.result.stats
+    metrics = run.metrics
+    return {
+        "trace": trace.name,
+        "clusters": clusters,
+        "tenants": tenants,
+        "wall_seconds": round(wall, 2),
+        "simulate_seconds": round(stats.wall_seconds, 2),
+        "global_cycles": stats.global_cycles,
+        "global_seconds": round(stats.global_seconds, 2),
+        "local_cycles": stats.local_cycles,
+        "local_seconds": round(stats.local_seconds, 2),
+        "event_times": stats.event_times,
+        **{key: metrics[key] for key in SHOWN},  # type: ignore[literal-required]
+        "utilization": metrics["utilization"].get("cpu"),
+        "makespan": metrics["makespan"],
+        "jain_fairness": metrics["jain_fairness"],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--traces", type=Path, default=TRACES, help="directory holding the SWF traces")
+    parser.add_argument("--only", choices=sorted(REPLAYS), action="append", help="run only these replays")
+    parser.add_argument("--limit", type=int, help="replay only the first JOBS jobs of each trace")
+    parser.add_argument("--json", action="store_true", help="print one JSON object per replay")
+    args = parser.parse_args()
+    configure_logging("warning")
+    console = Console(stderr=True)
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.only or list(REPLAYS):
+            trace, clusters, tenants = REPLAYS[name]
+            result = replay(args.traces / trace, clusters, tenants, args.limit, Path(tmp) / name, console)
+            if args.json:
+                print(json.dumps(result, sort_keys=True), flush=True)
+            else:
+                target = f"   target <= {KTH_TARGET_SECONDS:g} s" if name == "kth" else ""
+                who = "one tenant" if tenants == "one" else "a tenant per user"
+                print(f"{trace} over {clusters} cluster(s), {who}, EASY: {result['wall_seconds']} s wall{target}")
+                print(
+                    "   "
+                    + ", ".join(f"{k}={v}" for k, v in result.items() if k not in ("trace", "clusters", "tenants"))
+                )
+            if name == "kth" and args.limit is None:
+                ok &= float(result["wall_seconds"]) <= KTH_TARGET_SECONDS  # type: ignore[arg-type]
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
