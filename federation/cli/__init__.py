@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from federation import up
-from federation.cli import admin, jobs, report, server
+from federation.cli import admin, jobs, report, server, simulate
 from federation.cli.context import common_options
 from federation.cli.output import fail
 from federation.client import FedqError
@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     jobs.register(sub, common)
     admin.register(sub, common)
     report.register(sub, common)
+    simulate.register(sub, common)
     agent_cli.register(sub)
     up.register(sub)
     return parser
