@@ -1,7 +1,9 @@
 """The simulation loop: the real global scheduler and the real member agents on a virtual clock.
 
-A discrete-event loop. Events are job submits, task ends (each simulated backend's next end), and,
-when ``reservation.after`` is set, the moments a waiting job becomes allowed to reserve. At each event
+A discrete-event loop. Events are job submits, task ends (each simulated backend's next end), and the
+moments a plan can change by time alone: a waiting job becomes allowed to reserve (``reservation.after``),
+a preemptible run passes reclaim's grace period, an eviction leaves reclaim's per-minute budget. (Usage
+decays continuously; it is read at every event, but its decay alone does not make one.) At each event
 time, in rounds:
 
 1. submits at that time enter the ``FederationState`` in file order (a job to a queue that does not
@@ -221,7 +223,7 @@ class Engine:
             self._finish(job, "Rejected", f"queue {sim.spec.queue}: {why}")
             return
         self._upsert(job)
-        self._wake_at(sim.submit)
+        self._may_reserve_from(sim.submit)
 
     def _plan(self) -> CyclePlan:
         """The global cycle on up-to-date capacity reports and the accountant's usage now."""
@@ -263,6 +265,8 @@ class Engine:
             job = self.jobs[job_id]
             job.reclaimed = True
             self._evictions.append(now)
+            # The eviction leaves the per-minute budget at the service's first cycle after the minute.
+            self._wake(now + RECLAIM_WINDOW + self.config.cycle_period)
             self.members[cluster].cancellations.append(
                 Cancellation.model_construct(job_id=job_id, epoch=job.record.epoch, reason=f"preempted: {reason}")
             )
@@ -301,6 +305,8 @@ class Engine:
             self.accountant.start(
                 record.id, record.tenant, record.queue, cluster, record.spec.total_resources(), update.time
             )
+            if record.spec.preemptible and self.config.reclaim.enabled:
+                self._wake(update.time + self.config.reclaim.grace)  # from then on reclaim may evict it
             return False
         if update.state is JobState.PENDING or (update.state is JobState.CANCELLED and job.reclaimed):
             self._requeue(job, update.time, update.reason)
@@ -324,18 +330,21 @@ class Engine:
         record.events = [JobEvent.model_construct(time=now, source=None, target=JobState.PENDING, reason=reason)]
         job.start, job.cluster, job.reclaimed = None, "", False
         self._upsert(job)
-        self._wake_at(now)
+        self._may_reserve_from(now)
 
     def _upsert(self, job: _Job) -> None:
         """The state keeps the job's compact form until its attempt changes (a requeue resets its wait)."""
         job.revision += 1
         self.state.upsert_job(job.record, job.revision, b"%d" % job.record.attempt)
 
-    def _wake_at(self, waiting_from: float) -> None:
-        """A job may reserve only after ``reservation.after``: that moment can change the next plan."""
-        after = self.config.reservation.after
-        if after > 0:
-            heapq.heappush(self._wakeups, waiting_from + after)
+    def _may_reserve_from(self, waiting_from: float) -> None:
+        """A job may reserve only after waiting ``reservation.after``: that moment can change the plan."""
+        if self.config.reservation.after > 0:
+            self._wake(waiting_from + self.config.reservation.after)
+
+    def _wake(self, at: float) -> None:
+        """A moment when a plan may change without a submit or an end: plan again then (if jobs wait)."""
+        heapq.heappush(self._wakeups, at)
 
     def _finish(self, job: _Job, state: str, reason: str) -> None:
         job.state = state
