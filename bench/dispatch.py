@@ -40,6 +40,7 @@ from federation.auth import Role, TokenStore  # noqa: E402
 from federation.clusters import ClusterService  # noqa: E402
 from federation.config import FederationConfig  # noqa: E402
 from federation.jobs import JobRepository, expand  # noqa: E402
+from federation.logs import configure_logging  # noqa: E402
 from federation.models import JobManifest, JobRecord, JobState, QueueTreeConfig  # noqa: E402
 from federation.models.cluster import ClusterReport, JoinRequest, NodeReport  # noqa: E402
 from federation.scheduler.cycle import CyclePlan  # noqa: E402
@@ -200,6 +201,7 @@ def main() -> int:
     )
     parser.add_argument("--profile", action="store_true", help="cProfile the dispatch phase, print the top items")
     args = parser.parse_args()
+    configure_logging("warning")  # per-job info lines would be timed with the work
     work = Path(tempfile.mkdtemp(prefix="fedq-bench-dispatch-"))
     raws, result, clusters = asyncio.run(run(args, work))
     raw = max(raws)
