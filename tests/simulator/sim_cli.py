@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 import csv
 from pathlib import Path
 
-from federation.cli import simulate
-from federation.cli.context import common_options
+from federation.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "configs" / "scenarios"
@@ -15,14 +13,8 @@ TRACES = ROOT.parent / "shared" / "traces"
 
 
 def fedq(*argv: str) -> int:
-    """``fedq ARGV`` with the parser shaped as ``federation.cli.build_parser`` shapes it."""
-    common = common_options()
-    parser = argparse.ArgumentParser(prog="fedq", parents=[common])
-    sub = parser.add_subparsers(dest="command", required=True)
-    simulate.register(sub, common)
-    args = parser.parse_args(list(argv))
-    code: int = args.func(args)
-    return code
+    """``fedq ARGV`` in-process: the console script's own entry point, exit code included."""
+    return main(list(argv))
 
 
 def jobs_csv(directory: Path) -> dict[str, dict[str, str]]:
