@@ -151,7 +151,7 @@ class Engine:
             if self.progress is not None and self.finished - shown >= step:
                 shown = self.finished
                 self.progress(self.finished, len(arrivals))
-        self._give_up_on_pending()
+        self._close_unfinished()
         if self.progress is not None:
             self.progress(self.finished, len(arrivals))
         self.stats.wall_seconds = perf_counter() - started
@@ -186,12 +186,13 @@ class Engine:
             else:
                 stale = False
             for member in self.members.values():
+                member.reply()
                 t0 = perf_counter()
-                launched = member.reply()
-                if launched:
+                launched = member.schedule()
+                if launched is not None:
                     self.stats.local_cycles += 1
                     self.stats.local_seconds += perf_counter() - t0
-                moved += launched
+                    moved += launched
             if not moved and not stale:
                 return
         raise SimulationError(f"no steady state after {MAX_ROUNDS} rounds at t={self.clock.now()}")
@@ -351,19 +352,19 @@ class Engine:
         job.reason = reason
         self.finished += 1
 
-    def _give_up_on_pending(self) -> None:
-        """No event is left but jobs still wait (a cap below their size, say): they never ran."""
-        waiting = sorted(job_id for job_id, entry in self.state.entries.items() if entry.state.queued)
+    def _close_unfinished(self) -> None:
+        """No event is left but jobs never ran: still queued (a cap below their size, say), or held by a
+        cluster that never launched them. They are recorded Unschedulable with why they waited."""
+        waiting = sorted(job_id for job_id, job in self.jobs.items() if not job.state)
         if not waiting:
             return
-        reasons = self._plan().reasons  # why they wait, for the record
+        reasons = self._plan().reasons if len(self.state.pending) else {}
         for job_id in waiting:
             job = self.jobs[job_id]
-            if job.state:
-                continue
-            why = reasons[job_id][-1].message if reasons.get(job_id) else "never started"
+            known = reasons.get(job_id)
+            why = known[-1].message if known else f"dispatched to {job.record.cluster}, never started there"
             self.state.remove_job(job_id)
-            self._finish(job, "Unschedulable", f"still pending when nothing else could happen: {why}")
+            self._finish(job, "Unschedulable", f"still waiting when nothing else could happen: {why}")
 
     # ---- output ------------------------------------------------------------------------------
 

@@ -51,17 +51,20 @@ class Member:
             known=None,
         )
 
-    def reply(self) -> int:
-        """Hand the agent the federation's reply, then run its local cycle; returns the gangs it launched."""
+    def reply(self) -> None:
+        """Hand the agent the federation's reply to its last report: new assignments, cancellations."""
         reply = ReportReply.model_construct(
             assignments=self.assignments, cancellations=self.cancellations, refused=[], state=ClusterState.READY
         )
         self.assignments, self.cancellations = [], []
         self.agent.handle_reply(self._sent, reply)
         self._sent = _report([])
+
+    def schedule(self) -> int | None:
+        """The agent's local cycle if a job waits to be launched; returns the gangs launched (None: no cycle)."""
         jobs = self.agent.tracker.jobs
-        if not any(not job.launched for job in jobs.values()):
-            return 0
+        if all(job.launched for job in jobs.values()):
+            return None
         before = sum(job.launched for job in jobs.values())
         self.agent.schedule()
         return sum(job.launched for job in jobs.values()) - before

@@ -132,3 +132,13 @@ def test_swf_machine_split_and_job_mapping() -> None:
     assert [(t.replicas, t.resources, t.runtime) for t in first.spec.tasks] == [(6, {"cpu": 1.0}, 50.0)]
     assert (s.jobs[1].tenant, s.jobs[1].spec.queue) == ("user-unknown", "group-unknown")
     assert [q.name for q in s.queues.queues] == ["group-unknown", "group2"]
+
+
+def test_a_job_over_its_queue_cap_never_runs_and_says_why() -> None:
+    capped = [{"name": "batch", "cap": {"cpu": 1}}]
+    result = simulate(scenario(4, [job("wide", 0, 10, 2), job("narrow", 0, 10)], queues=capped))
+    # The cluster could hold "wide" (2 cpu) at any time, but its queue may never hold more than 1 cpu:
+    # no event is left after "narrow" ends at 10, and "wide" is recorded as never having run.
+    outcome = {r.id: (r.state, r.start) for r in result.records}
+    assert outcome == {"wide": ("Unschedulable", None), "narrow": ("Succeeded", 0.0)}
+    assert result.reasons["wide"].startswith("still waiting") and "queue batch" in result.reasons["wide"]
