@@ -46,7 +46,7 @@ REPLAYS: dict[str, tuple[str, int, TenantBy]] = {
     "sdsc": (SDSC, 1, "user"),
     "sdsc4": (SDSC, 4, "user"),
 }
-SHOWN = ("jobs", "completed", "failed", "unschedulable", "mean_wait", "p95_wait", "mean_bounded_slowdown")
+SHOWN = ("jobs", "completed", "failed", "unschedulable", "mean_wait", "p95_wait", "max_wait", "mean_bounded_slowdown")
 
 
 def replay(
