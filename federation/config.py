@@ -88,6 +88,7 @@ class ApiLimits(_Section):
 
 class FederationConfig(_Section):
     cycle_period: float = Field(1.0, alias="cyclePeriod")
+    dispatch_per_cycle: int = Field(2000, alias="dispatchPerCycle", ge=1)
     placement: Literal["pack", "spread", "least-loaded"] = "pack"
     backfill: bool = True
     fairshare: FairShareConfig = Field(default_factory=FairShareConfig)

@@ -42,6 +42,7 @@ log = structlog.get_logger("fedq.scheduler")
 
 STATUS_KEY = "sched/status"
 SYNC_KEY = "sched/sync"
+DEBOUNCE = 0.05
 MAX_PUBLISHED_REASONS = 2000
 
 
@@ -161,6 +162,7 @@ class SchedulerService:
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
+            self._wake.clear()  # what happens during the cycle wakes the next one
             try:
                 if await self.election.try_acquire():
                     if self.state is None:
@@ -173,9 +175,9 @@ class SchedulerService:
                 await self._step_down()
             except StoreError as exc:
                 log.warning("store error in scheduler loop", error=str(exc))
-            self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wait(stop), timeout=self.config.cycle_period)
+            await asyncio.sleep(DEBOUNCE)  # let a burst of submits or reports land in one cycle
         await self._step_down()
         await self.election.resign()
 
@@ -212,6 +214,8 @@ class SchedulerService:
                 changes.append(reclaim_change(entry, reason))
                 self._evictions.append(now)
         await self.committer.commit(changes)
+        if len(plan.dispatches) >= self.config.dispatch_per_cycle:
+            self._wake.set()  # a deep backlog: the next cycle starts at once
         await self._publish(plan, now)
         if now - self._saved_at >= self.save_every:
             await self.accountant.save(self.store)

@@ -5,6 +5,10 @@ Volcano's greedy allocate, with two fedq rules:
   stops the pass: nothing jumps it here; reserve/backfill decide what may still start;
 - if fair-share slices held jobs back while resources stay idle, the pie is spun again: a second
   pass where only caps and hard quotas limit (HTCondor's re-spin of leftovers).
+
+``maxJobs`` (0 = no limit) bounds the jobs one session starts, like Armada's per-round limit: a
+federation with a deep backlog then dispatches in short cycles that keep its leader lease alive,
+each one starting from the fair-share order of the moment.
 """
 
 from __future__ import annotations
@@ -20,19 +24,25 @@ class Allocate(Action):
     name = "allocate"
 
     def execute(self, ssn: Session) -> None:
+        self.started = 0
+        self.limit = int(self.arguments.number("maxJobs", 0))
         self._pass(ssn)
-        if ssn.share_held and not ssn.halted and self.arguments.flag("respin", True):
+        if ssn.share_held and not ssn.halted and not self._full() and self.arguments.flag("respin", True):
             ssn.surplus = True
             self._pass(ssn)
             ssn.surplus = False
 
+    def _full(self) -> bool:
+        return 0 < self.limit <= self.started
+
     def _pass(self, ssn: Session) -> None:
         jobs = OrderedJobs(ssn, ssn.inqueue)
-        while (job := jobs.pop()) is not None:
+        while not self._full() and (job := jobs.pop()) is not None:
             if ssn.pending_count(job) == 0 or job.id in ssn.reserved:
                 continue
             kept, waitable = try_job(ssn, job)
             if kept:
+                self.started += 1
                 if ssn.pending_count(job) > 0:
                     jobs.push_back(job)
             elif waitable and ssn.job_reservable(job):

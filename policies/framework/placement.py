@@ -107,6 +107,7 @@ class Placer:
         shape = self._shape(task, job)
         version = self.ssn.node_version
         live = sorted(e for e in shape.heap if e[2] == version[e[1]])
+        shape.heap = live  # drop the stale entries for good: a sorted list is a heap
         return [self.ssn.nodes[i] for _, i, _ in live]
 
     def explain(self, task: TaskInfo, job: JobInfo) -> tuple[str, str]:

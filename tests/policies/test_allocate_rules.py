@@ -1,6 +1,6 @@
-"""Fair share judges a job against what its queue held before it: a queue below its slice may take
+"""Allocate rules. Fair share judges a job against what its queue held before it: a queue below its slice may take
 a gang that overshoots the slice (HTCondor's negotiator lets a submitter under its share take one
-more match), and a gang is never cut in half by the slice."""
+more match), and a gang is never cut in half by the slice; ``maxJobs`` bounds one session."""
 
 from __future__ import annotations
 
@@ -54,3 +54,11 @@ def test_a_queue_below_its_slice_takes_a_whole_gang_that_overshoots_it() -> None
     placed = [b.task for b in decisions.binds if b.job == "g"]
     assert len(placed) == 2
     assert sum(1 for b in decisions.binds if b.job.startswith("o")) == 3
+
+
+def test_allocate_starts_at_most_max_jobs_per_session() -> None:
+    conf = {**CONF, "configurations": [{"name": "allocate", "arguments": {"maxJobs": 3}}]}
+    jobs = [job(f"j{i}", "a", 1) for i in range(6)]
+    ssn = open_session(load_conf(conf), Snapshot([NodeInfo("c1", {"cpu": 8.0})], jobs, {}), ManualClock(0))
+    ssn.run()
+    assert len(close_session(ssn).bound_jobs()) == 3
