@@ -54,6 +54,7 @@ def global_conf(config: FederationConfig, *, reclaim_budget: int | None = None) 
                 },
             ],
             "configurations": [
+                {"name": "allocate", "arguments": {"maxJobs": config.dispatch_per_cycle}},
                 {"name": "backfill", "arguments": {"depth": config.reservation.depth, "enabled": config.backfill}},
                 {"name": "reclaim", "arguments": {"gracePeriod": config.reclaim.grace, "maxEvictions": budget}},
             ],
