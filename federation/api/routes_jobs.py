@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -104,8 +105,8 @@ async def submit(request: Request, state: State, who: Caller, tenant: str | None
     now = state.clock.now()
     records = [record for manifest in manifests for record in expand(manifest, owner, now)]
     await state.jobs.create(records)
-    for record in records:
-        state.metrics.submitted.labels(queue=record.queue).inc()
+    for queue, count in Counter(record.queue for record in records).items():
+        state.metrics.submitted.labels(queue=queue).inc(count)
     if bulk:
         return {"ids": [record.id for record in records]}
     if manifests[0].spec.array is not None:
