@@ -79,6 +79,8 @@ class FederationState:
         self.queues: dict[str, QueueInfo] = {}
         self.tree: QueueTree | None = None
         self.marked: set[str] = set()  # queued jobs shown as Reserved or Unschedulable
+        self.shapes_version = 0  # moves when a cluster's labels or node shapes change
+        self._never_fits: dict[str, tuple[int, str | None]] = {}
 
     # ---- jobs --------------------------------------------------------------------------------
 
@@ -118,6 +120,7 @@ class FederationState:
         if entry is None:
             return
         self.marked.discard(job_id)
+        self._never_fits.pop(job_id, None)
         self.pending.remove(job_id)
         if entry.cluster:
             self._leave_cluster(job_id, entry.cluster)
@@ -131,15 +134,20 @@ class FederationState:
 
     def set_cluster(self, name: str, labels: dict[str, str], cordoned: bool) -> None:
         view = self.clusters.setdefault(name, ClusterView(name))
+        if view.labels != labels:
+            self.shapes_version += 1
         view.labels = dict(labels)
         view.cordoned = cordoned
 
     def remove_cluster(self, name: str) -> None:
-        self.clusters.pop(name, None)
+        if self.clusters.pop(name, None) is not None:
+            self.shapes_version += 1
 
     def set_report(self, name: str, time: float, report: ClusterReport) -> None:
         view = self.clusters.setdefault(name, ClusterView(name))
         view.report_time = time
+        if _shapes(view.nodes) != _shapes(report.nodes):
+            self.shapes_version += 1
         view.nodes = report.nodes
         view.reported_running = {(r.job_id, r.epoch) for r in report.running}
         view.expected_end = {r.job_id: r.expected_end for r in report.running if r.expected_end is not None}
@@ -162,7 +170,18 @@ class FederationState:
             )
 
     def never_fits(self, info: JobInfo) -> str | None:
-        """Why no joined cluster could ever hold the job, if that is certain (capacity, not load)."""
+        """Why no joined cluster could ever hold the job, if that is certain (capacity, not load).
+
+        Remembered per job until a cluster's labels or node shapes change: waiting jobs are asked
+        every cycle, and the answer depends only on those."""
+        known = self._never_fits.get(info.id)
+        if known is not None and known[0] == self.shapes_version:
+            return known[1]
+        why = self._never_fits_now(info)
+        self._never_fits[info.id] = (self.shapes_version, why)
+        return why
+
+    def _never_fits_now(self, info: JobInfo) -> str | None:
         if not self.clusters or not any(view.nodes for view in self.clusters.values()):
             return None
         selector = info.cluster_selector
@@ -237,6 +256,12 @@ class FederationState:
             entry.started_at,
         )
         return entry.running
+
+
+def _shapes(nodes: list[NodeReport]) -> tuple[object, ...]:
+    """What a cluster could ever hold: node sizes, labels and the total, not what is free."""
+    kinds = {(tuple(sorted(n.allocatable.items())), tuple(sorted(n.labels.items()))) for n in nodes}
+    return (frozenset(kinds), tuple(sorted(_total(nodes).items())))
 
 
 def _total(nodes: list[NodeReport]) -> dict[str, float]:

@@ -35,6 +35,15 @@ class Backfill(Action):
                 ssn.why_queue(head.queue, ORDER, self.name, f"strict order: every job waits behind {head.id}")
             return
         jobs = OrderedJobs(ssn, ssn.inqueue)
+        # What backfills uses capacity that would otherwise stay idle until the reservation: fair-share
+        # slices do not hold it back (caps still do), as in allocate's second, surplus pass.
+        ssn.surplus = True
+        try:
+            self._scan(ssn, jobs, depth, misses)
+        finally:
+            ssn.surplus = False
+
+    def _scan(self, ssn: Session, jobs: OrderedJobs, depth: int, misses: int) -> None:
         missed = 0
         while missed < misses and (job := jobs.pop()) is not None:
             if ssn.pending_count(job) == 0 or job.id in ssn.reserved:

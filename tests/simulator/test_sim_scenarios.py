@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from sim_cli import simulate_scenario, starts
 
 
@@ -172,11 +171,6 @@ def test_priority_then_submit_time_then_file_order(tmp_path: Path) -> None:
     assert starts(rows) == {"z": 0.0, "high": 100.0, "a": 200.0, "m": 300.0, "low": 400.0}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="policies: backfill applies fair-share slices, so a tenant at its slice cannot use capacity that "
-    "only it could use without delaying the reservation (DESIGN 3.3: never left idle); C starts at 150",
-)
 def test_backfill_between_tenants_does_not_leave_capacity_idle(tmp_path: Path) -> None:
     rows = simulate_scenario("tenant-backfill", tmp_path)
     # 4 cpu. A (alice, 2 cpu, walltime 100) runs from 0. B (bob, 4 cpu) reserves from 100. C (alice,
