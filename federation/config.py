@@ -89,6 +89,7 @@ class ApiLimits(_Section):
 class FederationConfig(_Section):
     cycle_period: float = Field(1.0, alias="cyclePeriod")
     dispatch_per_cycle: int = Field(2000, alias="dispatchPerCycle", ge=1)
+    accounting_save_every: float = Field(10.0, alias="accountingSaveEvery")
     placement: Literal["pack", "spread", "least-loaded"] = "pack"
     backfill: bool = True
     fairshare: FairShareConfig = Field(default_factory=FairShareConfig)
@@ -96,6 +97,11 @@ class FederationConfig(_Section):
     cluster: ClusterLivenessConfig = Field(default_factory=ClusterLivenessConfig)
     reclaim: ReclaimConfig = Field(default_factory=ReclaimConfig)
     api: ApiLimits = Field(default_factory=ApiLimits)
+
+    @field_validator("accounting_save_every", mode="before")
+    @classmethod
+    def _save_every(cls, value: Any) -> float:
+        return _seconds(value)
 
     @field_validator("cycle_period", mode="before")
     @classmethod

@@ -55,7 +55,7 @@ class SchedulerService:
         *,
         identity: str | None = None,
         leader_ttl: float = 5.0,
-        save_every: float = 10.0,
+        save_every: float | None = None,
     ) -> None:
         self.store = store
         self.config = config
@@ -66,7 +66,7 @@ class SchedulerService:
         self.committer: Committer | None = None
         self.last_plan: CyclePlan | None = None
         self.accountant = Accountant(clock, config.fairshare.half_life, config.fairshare.usage_weights)
-        self.save_every = save_every
+        self.save_every = config.accounting_save_every if save_every is None else save_every
         self._saved_at = float("-inf")
         self._watch: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
