@@ -272,6 +272,8 @@ class RayBackend:
         finished = []
         for ref in ready:
             name = self._waiting.pop(ref)
+            if name not in self._runs:
+                continue  # a late answer for a run already reported and forgotten
             status = self._answer(ref, name)
             if status.phase.terminal:
                 finished.append((name, status))
