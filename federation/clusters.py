@@ -220,18 +220,7 @@ class ClusterService:
             if job.cluster != name or job.state is not JobState.DISPATCHED:
                 await self.store.delete(kv.key)
                 continue
-            assignments.append(
-                Assignment(
-                    job_id=job.id,
-                    epoch=job.epoch,
-                    name=job.name,
-                    tenant=job.tenant,
-                    queue=job.queue,
-                    priority=job.priority,
-                    submit_time=job.submit_time,
-                    spec=job.spec,
-                )
-            )
+            assignments.append(Assignment.of(job))
         return assignments
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from federation.models.job import JobSpecBody, JobState, _check_labels
+from federation.models.job import JobRecord, JobSpecBody, JobState, _check_labels
 from federation.models.resources import Resources
 
 MAX_NODES_PER_REPORT = 10_000
@@ -98,6 +98,20 @@ class Assignment(_Strict):
     priority: int
     submit_time: float
     spec: JobSpecBody
+
+    @classmethod
+    def of(cls, record: JobRecord) -> Assignment:
+        """The assignment for a dispatched record (built from validated fields, not re-validated)."""
+        return cls.model_construct(
+            job_id=record.id,
+            epoch=record.epoch,
+            name=record.name,
+            tenant=record.tenant,
+            queue=record.queue,
+            priority=record.priority,
+            submit_time=record.submit_time,
+            spec=record.spec,
+        )
 
 
 class Cancellation(_Strict):

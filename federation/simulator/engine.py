@@ -250,18 +250,7 @@ class Engine:
             record.cluster = cluster
             record.epoch += 1
             self._upsert(self.jobs[job_id])
-            self.members[cluster].assignments.append(
-                Assignment.model_construct(
-                    job_id=job_id,
-                    epoch=record.epoch,
-                    name=record.name,
-                    tenant=record.tenant,
-                    queue=record.queue,
-                    priority=record.priority,
-                    submit_time=record.submit_time,
-                    spec=record.spec,
-                )
-            )
+            self.members[cluster].assignments.append(Assignment.of(record))
         for job_id, cluster, reason in plan.evictions:
             job = self.jobs[job_id]
             job.reclaimed = True
