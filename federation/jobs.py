@@ -84,6 +84,11 @@ class Change:
     guard: Compare
     ops: list[Op]
 
+    @property
+    def raw(self) -> bytes:
+        """The record's bytes as written (``write_ops`` puts the record first): no second serialisation."""
+        return self.ops[0].value
+
 
 def prepare_transition(
     stored: StoredJob,

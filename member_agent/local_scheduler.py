@@ -121,7 +121,8 @@ class LocalScheduler:
     @staticmethod
     def never_fits(pending: list[LocalJob], nodes: list[NodeView]) -> list[LocalJob]:
         """Jobs with a task bigger than every node here: hand them back instead of holding them."""
-        shapes = [v.allocatable for v in nodes if not v.unschedulable]
+        distinct = {tuple(sorted(v.allocatable.items())): v.allocatable for v in nodes if not v.unschedulable}
+        shapes = list(distinct.values())  # a cluster has a handful of node shapes, not a thousand nodes
         out = []
         for job in pending:
             if job.spec is None:

@@ -77,7 +77,7 @@ class Committer:
 
     def _apply(self, changes: list[Change], revision: int) -> None:
         for change in changes:
-            self.state.upsert_job(change.record, revision, change.record.to_bytes())
+            self.state.upsert_job(change.record, revision, change.raw)
 
 
 def dispatch_change(entry: Entry, cluster: str, now: float) -> Change:
