@@ -23,6 +23,7 @@ from policies import (
     load_conf,
     open_session,
 )
+from policies import resources as res
 from policies.clock import Clock
 
 DEFAULT_CONF = Path(__file__).resolve().parents[1] / "configs" / "scheduler.yaml"
@@ -128,10 +129,7 @@ class LocalScheduler:
             if job.spec is None:
                 continue
             for task in job.spec.tasks:
-                if not any(
-                    all(amount <= shape.get(r, 0.0) + 1e-9 for r, amount in task.resources.items() if amount > 0)
-                    for shape in shapes
-                ):
+                if not any(res.fits(task.resources, shape) for shape in shapes):
                     out.append(job)
                     break
         return out

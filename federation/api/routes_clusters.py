@@ -12,7 +12,7 @@ from federation.api.errors import ApiError, invalid
 from federation.api.routes_admin import token_expiry
 from federation.auth import Role
 from federation.clusters import JoinRefused, UnknownCluster
-from federation.models.cluster import ClusterReport, JoinRequest
+from federation.models.cluster import ClusterReport, JoinRequest, summed
 from federation.models.queue import check_tenant_name
 
 router = APIRouter(prefix="/v1/clusters", tags=["clusters"])
@@ -79,16 +79,9 @@ async def list_clusters(state: State, who: Caller) -> dict[str, Any]:
     items = []
     now = state.clock.now()
     for record, latest in await state.clusters.all():
-        capacity: dict[str, float] = {}
-        free: dict[str, float] = {}
-        nodes = 0
-        if latest is not None:
-            for node in latest.report.nodes:
-                nodes += node.count
-                for resource, amount in node.allocatable.items():
-                    capacity[resource] = capacity.get(resource, 0.0) + amount * node.count
-                for resource, amount in node.free.items():
-                    free[resource] = free.get(resource, 0.0) + amount * node.count
+        reported = latest.report.nodes if latest is not None else []
+        capacity, free = summed(reported), summed(reported, free=True)
+        nodes = sum(node.count for node in reported)
         items.append(
             {
                 "name": record.name,

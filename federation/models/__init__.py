@@ -12,7 +12,7 @@ from federation.models.job import (
     TaskSpec,
 )
 from federation.models.queue import QueueConfig, QueueNode, QueueTree, QueueTreeConfig, check_tenant_name
-from federation.models.resources import Resources, add_resources, fits, parse_resources
+from federation.models.resources import Resources, parse_resources
 
 __all__ = [
     "TERMINAL_STATES",
@@ -29,8 +29,6 @@ __all__ = [
     "QueueTreeConfig",
     "Resources",
     "TaskSpec",
-    "add_resources",
     "check_tenant_name",
-    "fits",
     "parse_resources",
 ]

@@ -7,6 +7,7 @@ item by item and the agent is told to kill that run.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
@@ -14,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from federation.models.job import JobRecord, JobSpecBody, JobState, _check_labels
 from federation.models.resources import Resources
+from policies import resources as res
 
 MAX_NODES_PER_REPORT = 10_000
 MAX_ITEMS_PER_REPORT = 50_000
@@ -44,6 +46,14 @@ class NodeReport(_Strict):
     @classmethod
     def _labels(cls, value: dict[str, str]) -> dict[str, str]:
         return _check_labels(value, "node label")
+
+
+def summed(nodes: Iterable[NodeReport], *, free: bool = False) -> dict[str, float]:
+    """A cluster's allocatable (or free) resources: each node entry times its count."""
+    total: dict[str, float] = {}
+    for node in nodes:
+        res.iadd(total, node.free if free else node.allocatable, node.count)
+    return total
 
 
 class RunningJob(_Strict):

@@ -13,7 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-from federation.models.resources import Resources, add_resources
+from federation.models.resources import Resources
+from policies import resources as res
 from policies.units import parse_duration
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -147,7 +148,7 @@ class JobSpecBody(StrictModel):
     def total_resources(self) -> dict[str, float]:
         total: dict[str, float] = {}
         for task in self.tasks:
-            add_resources(total, task.resources, task.replicas)
+            res.iadd(total, task.resources, task.replicas)
         return total
 
 

@@ -42,13 +42,3 @@ def parse_resources(value: Any) -> dict[str, float]:
 
 
 Resources = Annotated[dict[str, float], BeforeValidator(parse_resources)]
-
-
-def add_resources(total: dict[str, float], extra: dict[str, float], times: float = 1.0) -> None:
-    """Accumulate ``extra × times`` into ``total`` in place."""
-    for name, amount in extra.items():
-        total[name] = total.get(name, 0.0) + amount * times
-
-
-def fits(request: dict[str, float], free: dict[str, float]) -> bool:
-    return all(amount <= free.get(name, 0.0) + 1e-9 for name, amount in request.items() if amount > 0)

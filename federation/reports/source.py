@@ -7,9 +7,10 @@ from federation import keys
 from federation.accounting import Accountant, AccountingSnapshot
 from federation.clusters import ClusterService
 from federation.config import FairShareConfig
-from federation.models import JobRecord, QueueTree, add_resources
-from federation.models.cluster import ClusterState
+from federation.models import JobRecord, QueueTree
+from federation.models.cluster import ClusterState, summed
 from federation.store import Store
+from policies import resources as res
 from policies.clock import Clock
 
 
@@ -39,6 +40,5 @@ async def federation_capacity(clusters: ClusterService, lost_after: float) -> di
     for record, latest in await clusters.all():
         if latest is None or clusters.state_of(record, latest, lost_after) is ClusterState.UNREACHABLE:
             continue
-        for node in latest.report.nodes:
-            add_resources(total, node.allocatable, node.count)
+        res.iadd(total, summed(latest.report.nodes))
     return total

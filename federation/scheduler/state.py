@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from federation.models import JobRecord, JobState, QueueTree, add_resources, fits
-from federation.models.cluster import ClusterReport, NodeReport
+from federation.models import JobRecord, JobState, QueueTree
+from federation.models.cluster import ClusterReport, NodeReport, summed
 from policies import JobInfo, NodeInfo, NodeShape, PendingIndex, QueueInfo, Snapshot, TaskInfo, TaskStatus, Usage
+from policies import resources as res
 
 ON_CLUSTER = frozenset({JobState.DISPATCHED, JobState.ADMITTED, JobState.RUNNING})
 
@@ -189,10 +190,10 @@ class FederationState:
         if not matching:
             return f"no cluster has the labels {selector}"
         for task in {id(t.resources): t for t in info.tasks}.values():
-            if not any(fits(task.resources, n.allocatable) for v in matching for n in v.nodes):
+            if not any(res.fits(task.resources, n.allocatable) for v in matching for n in v.nodes):
                 return f"task {task.name} needs {_show(task.resources)}: more than any node of any matching cluster"
         need = info.min_request()
-        if not any(fits(need, _total(v.nodes)) for v in matching):
+        if not any(res.fits(need, summed(v.nodes)) for v in matching):
             return f"the gang needs {_show(need)} at once: more than any matching cluster has"
         return None
 
@@ -261,14 +262,7 @@ class FederationState:
 def _shapes(nodes: list[NodeReport]) -> tuple[object, ...]:
     """What a cluster could ever hold: node sizes, labels and the total, not what is free."""
     kinds = {(tuple(sorted(n.allocatable.items())), tuple(sorted(n.labels.items()))) for n in nodes}
-    return (frozenset(kinds), tuple(sorted(_total(nodes).items())))
-
-
-def _total(nodes: list[NodeReport]) -> dict[str, float]:
-    total: dict[str, float] = {}
-    for node in nodes:
-        add_resources(total, node.allocatable, node.count)
-    return total
+    return (frozenset(kinds), tuple(sorted(summed(nodes).items())))
 
 
 def _show(resources: dict[str, float]) -> str:
