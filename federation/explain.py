@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from federation import keys
 from federation.clusters import ClusterService
 from federation.jobs import JobRepository
 from federation.models import JobRecord, JobState
-from federation.scheduler.service import STATUS_KEY
 from federation.store import Store
 
 QUEUED = (JobState.PENDING, JobState.RESERVED, JobState.UNSCHEDULABLE)
@@ -58,7 +58,7 @@ async def explain(
     if not record.state.queued:
         out["summary"] = f"the job is {record.state.value}" + (f" on {record.cluster}" if record.cluster else "")
         return out
-    kv = await store.get(STATUS_KEY)
+    kv = await store.get(keys.STATUS)
     status = json.loads(kv.value) if kv is not None else {}
     raw = status.get("reasons", {}).get(record.id) or _queue_reasons(status, record.queue)
     reasons = [{"code": c, "source": s, "message": m, "policy": POLICY.get(c, c)} for c, s, m in raw]

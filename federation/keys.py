@@ -1,23 +1,32 @@
 """The key layout under the store prefix, in one place so no module invents its own.
 
-``jobs/<id>`` holds the record; ``idx/<state>/<queue>/<id>`` is the index the scheduler and the
-list API range over, rewritten in the same txn as every state change.
+``jobs/<id>`` holds the record; ``view/<state>/<queue>/<id>`` is the index the list API ranges
+over, rewritten in the same txn as every state change.
+
+The scheduler follows one key range, ``[FOLLOWED_FROM, FOLLOWED_TO)``: what it must see (clusters,
+the queue tree, jobs, reports, its own sync key) sorts inside it, and what it never reads (the index,
+assignments, cancels, tokens, usage and its history) outside, so its watch carries one event per job
+change rather than four. Keep new keys on the right side of that line.
 """
 
 from __future__ import annotations
 
 JOBS = "jobs/"
-INDEX = "idx/"
+INDEX = "view/"
 QUEUES = "config/queues"
 TOKENS = "tokens/"
+STATUS = "status/scheduler"  # what the leader publishes for explain; outside what it follows
 CLUSTERS = "clusters/"
 REPORTS = "reports/"
 USAGE = "usage/"
-HISTORY = "history/"
-LEADER = "leader"
-RESERVATIONS = "reservations/"
+HISTORY = "usage-history/"
+SCHED = "sched/"
+LEADER = f"{SCHED}leader"
+SYNC = f"{SCHED}sync"
 ASSIGNMENTS = "assign/"
 CANCELS = "cancel/"
+FOLLOWED_FROM = CLUSTERS
+FOLLOWED_TO = f"{SYNC}\0"
 
 
 def job(job_id: str) -> str:

@@ -4,7 +4,7 @@
 - ``usage/tenants/<tenant>``: the tenant's meter, priority factor, its series' meters, and how many
   run chunks it has;
 - ``usage/runs/<tenant>/<n>``: the tenant's running jobs, in chunks well under etcd's 1.5 MiB;
-- ``history/<tenant>/<queue>/<cluster>/<tier width>/<chunk start>``: a chunk of one series'
+- ``usage-history/<tenant>/<queue>/<cluster>/<tier width>/<chunk start>``: a chunk of one series'
   downsampled buckets (an hour of minutes, a day of hours, a year of days).
 
 Small documents let a save rewrite only what changed: the tenants that ran or changed, the run

@@ -177,10 +177,11 @@ class JobState(StrEnum):
     @property
     def queued(self) -> bool:
         """Waiting in the global queue (not yet sent to a cluster)."""
-        return self in (JobState.PENDING, JobState.RESERVED, JobState.UNSCHEDULABLE)
+        return self in QUEUED_STATES
 
 
 TERMINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
+QUEUED_STATES = frozenset({JobState.PENDING, JobState.RESERVED, JobState.UNSCHEDULABLE})
 
 
 class JobEvent(BaseModel):

@@ -40,8 +40,6 @@ from policies.clock import Clock
 
 log = structlog.get_logger("fedq.scheduler")
 
-STATUS_KEY = "sched/status"
-SYNC_KEY = "sched/sync"
 DEBOUNCE = 0.05
 MAX_PUBLISHED_REASONS = 2000
 
@@ -73,7 +71,7 @@ class SchedulerService:
         self._evictions: deque[float] = deque()
         self._published = b""
         self.applied_revision = 0
-        self._applied = asyncio.Condition()
+        self._syncs: list[tuple[int, asyncio.Future[None]]] = []  # (revision, waiter) for sync()
 
     # ---- loading and following the store -----------------------------------------------------
 
@@ -93,22 +91,36 @@ class SchedulerService:
 
     async def _follow(self, revision: int) -> None:
         try:
-            async for event in self.store.watch("", start_revision=revision):
+            follow = self.store.watch(keys.FOLLOWED_FROM, start_revision=revision, end=keys.FOLLOWED_TO, previous=False)
+            async for event in follow:
                 if self.state is None:
                     return
                 self._apply_event(self.state, event)
-                async with self._applied:
-                    self.applied_revision = event.revision
-                    self._applied.notify_all()
+                self.applied_revision = event.revision
+                if self._syncs:
+                    self._release_syncs()
         except CompactedError:
             log.warning("watch history compacted; reloading")
             self.state = None
 
     async def sync(self) -> None:
         """Return once every write made before this call has reached the in-memory state."""
-        revision = await self.store.put(SYNC_KEY, self.election.identity.encode())
-        async with self._applied:
-            await self._applied.wait_for(lambda: self.applied_revision >= revision)
+        revision = await self.store.put(keys.SYNC, self.election.identity.encode())
+        if self.applied_revision >= revision:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._syncs.append((revision, waiter))
+        await waiter
+
+    def _release_syncs(self) -> None:
+        waiting = []
+        for revision, waiter in self._syncs:
+            if revision <= self.applied_revision:
+                if not waiter.done():
+                    waiter.set_result(None)
+            else:
+                waiting.append((revision, waiter))
+        self._syncs = waiting
 
     def _apply_event(self, state: FederationState, event: WatchEvent) -> None:
         if event.type == "put" and event.kv is not None:
@@ -127,6 +139,9 @@ class SchedulerService:
     def _apply_kv(self, state: FederationState, kv: KeyValue) -> None:
         key = kv.key
         if key.startswith(keys.JOBS):
+            known = state.entries.get(key.removeprefix(keys.JOBS))
+            if known is not None and known.revision >= kv.mod_revision:
+                return  # our own commit, applied when it landed: no need to parse it again
             record = JobRecord.from_bytes(kv.value)
             state.upsert_job(record, kv.mod_revision, kv.value)
             self._account(record)
@@ -213,7 +228,7 @@ class SchedulerService:
             if entry is not None and entry.state in ON_CLUSTER:
                 changes.append(reclaim_change(entry, reason))
                 self._evictions.append(now)
-        await self.committer.commit(changes)
+        await self._commit(changes)
         if len(plan.dispatches) >= self.config.dispatch_per_cycle:
             self._wake.set()  # a deep backlog: the next cycle starts at once
         await self._publish(plan, now)
@@ -262,8 +277,16 @@ class SchedulerService:
                 if entry is not None and entry.state in ON_CLUSTER:
                     changes.append(requeue_change(entry, now, f"requeued: cluster {name} lost"))
         if changes:
-            landed = await self.committer.commit(changes)
+            landed = await self._commit(changes)
             log.warning("requeued jobs of lost clusters", jobs=len(landed))
+
+    async def _commit(self, changes: list[Change]) -> list[Change]:
+        """Commit, and account for what landed (the watch skips our own commits)."""
+        assert self.committer is not None
+        landed = await self.committer.commit(changes)
+        for change in landed:
+            self._account(change.record)
+        return landed
 
     async def _publish(self, plan: CyclePlan, now: float) -> None:
         """What explain needs from the leader: reasons, reservations, cycle time."""
@@ -280,5 +303,5 @@ class SchedulerService:
         }
         data = json.dumps({k: v for k, v in body.items() if k != "time"}, sort_keys=True).encode()
         if data != self._published:
-            await self.store.put(STATUS_KEY, json.dumps(body).encode())
+            await self.store.put(keys.STATUS, json.dumps(body).encode())
             self._published = data

@@ -70,6 +70,11 @@ class ClusterView:
     reported_running: set[tuple[str, int]] = field(default_factory=set)
     expected_end: dict[str, float] = field(default_factory=dict)
     jobs: dict[str, None] = field(default_factory=dict)  # an ordered set: snapshots list jobs in dispatch order
+    # The report's node shapes net of dispatches it does not show yet, kept between cycles so a deep
+    # backlog of in-flight dispatches is charged once each, not again every cycle; dropped when a
+    # report arrives or a charged job leaves (then rebuilt from the report in dispatch order).
+    held: NodeInfo | None = None
+    charged: set[str] = field(default_factory=set)
 
 
 class FederationState:
@@ -93,13 +98,19 @@ class FederationState:
         if record.state.terminal:
             self.remove_job(record.id)
             return
-        stays_queued = (
-            old is not None
-            and old.state.queued
-            and record.state.queued
-            and (old.info.priority, old.info.queue, old.info.tenant) == (record.priority, record.queue, record.tenant)
-        )
-        info = old.info if stays_queued and old is not None else job_info(record)
+        stays_queued = False
+        kept: JobInfo | None = None
+        if old is not None and (old.info.priority, old.info.queue, old.info.tenant) == (
+            record.priority,
+            record.queue,
+            record.tenant,
+        ):
+            # A mark (Reserved, Unschedulable) keeps a job's place in line, and a job leaving the queue
+            # keeps its compact form (the spec never changes; a requeue, which resets the wait, does not).
+            stays_queued = old.state.queued and record.state.queued
+            if stays_queued or not record.state.queued:
+                kept = old.info
+        info = kept if kept is not None else job_info(record)
         if old is not None and old.cluster and old.cluster != record.cluster:
             self._leave_cluster(record.id, old.cluster)
         entry = Entry(info, record.state, revision, raw, record.cluster, record.epoch, record.start_time)
@@ -114,7 +125,10 @@ class FederationState:
         else:
             self.pending.remove(record.id)
         if record.state in ON_CLUSTER and record.cluster:
-            self.clusters.setdefault(record.cluster, ClusterView(record.cluster)).jobs[record.id] = None
+            view = self.clusters.setdefault(record.cluster, ClusterView(record.cluster))
+            view.jobs[record.id] = None
+            if view.held is not None:
+                _charge(view, entry)
 
     def remove_job(self, job_id: str) -> None:
         entry = self.entries.pop(job_id, None)
@@ -130,6 +144,8 @@ class FederationState:
         view = self.clusters.get(cluster)
         if view is not None:
             view.jobs.pop(job_id, None)
+            if job_id in view.charged:
+                view.held = None
 
     # ---- clusters and queues -----------------------------------------------------------------
 
@@ -139,6 +155,7 @@ class FederationState:
             self.shapes_version += 1
         view.labels = dict(labels)
         view.cordoned = cordoned
+        view.held = None
 
     def remove_cluster(self, name: str) -> None:
         if self.clusters.pop(name, None) is not None:
@@ -152,6 +169,7 @@ class FederationState:
         view.nodes = report.nodes
         view.reported_running = {(r.job_id, r.epoch) for r in report.running}
         view.expected_end = {r.job_id: r.expected_end for r in report.running if r.expected_end is not None}
+        view.held = None
 
     def set_queues(self, tree: QueueTree | None) -> None:
         self.tree = tree
@@ -207,23 +225,26 @@ class FederationState:
         nodes: list[NodeInfo] = []
         running: list[JobInfo] = []
         for view in self.clusters.values():
-            node = self._cluster_node(view, now, lost_after)
             for job_id in view.jobs:
                 entry = self.entries.get(job_id)
-                if entry is None:
-                    continue
-                job = self._running_job(entry, view)
-                running.append(job)
-                if (job_id, entry.epoch) not in view.reported_running and view.nodes:
-                    _take_in_flight(node, job)
+                if entry is not None:
+                    running.append(self._running_job(entry, view))
+            node = self._held(view).clone()
+            node.unschedulable = view.cordoned or view.report_time is None or now - view.report_time > lost_after
             nodes.append(node)
         return Snapshot(nodes, running, dict(self.queues), usage or Usage(), pending=self.pending)
 
-    @staticmethod
-    def _cluster_node(view: ClusterView, now: float, lost_after: float) -> NodeInfo:
-        shapes = [NodeShape(dict(n.allocatable), dict(n.free), n.count) for n in view.nodes if not n.unschedulable]
-        lost = view.report_time is None or now - view.report_time > lost_after
-        return NodeInfo(view.name, {}, labels=dict(view.labels), unschedulable=view.cordoned or lost, shapes=shapes)
+    def _held(self, view: ClusterView) -> NodeInfo:
+        """The cluster's capacity as reported, with every in-flight dispatch charged (built once per report)."""
+        if view.held is None:
+            shapes = [NodeShape(dict(n.allocatable), dict(n.free), n.count) for n in view.nodes if not n.unschedulable]
+            view.held = NodeInfo(view.name, {}, labels=dict(view.labels), shapes=shapes)
+            view.charged = set()
+            for job_id in view.jobs:
+                entry = self.entries.get(job_id)
+                if entry is not None:
+                    _charge(view, entry)
+        return view.held
 
     @staticmethod
     def _running_job(entry: Entry, view: ClusterView) -> JobInfo:
@@ -269,8 +290,14 @@ def _show(resources: dict[str, float]) -> str:
     return ", ".join(f"{name}={amount:g}" for name, amount in sorted(resources.items()))
 
 
-def _take_in_flight(node: NodeInfo, job: JobInfo) -> None:
+def _charge(view: ClusterView, entry: Entry) -> None:
     """Dispatched but not yet in the cluster's report: hold its resources so nothing double-books them."""
-    for task in job.tasks:
+    node = view.held
+    if node is None or not view.nodes or entry.info.id in view.charged:
+        return
+    if (entry.info.id, entry.epoch) in view.reported_running:
+        return
+    view.charged.add(entry.info.id)
+    for task in entry.info.tasks:
         if node.fits(task.resources):
             node.take(task.resources)

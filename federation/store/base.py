@@ -43,7 +43,14 @@ class Store(Protocol):
 
     async def revoke(self, lease: int) -> None: ...
 
-    def watch(self, prefix: str, *, start_revision: int | None = None) -> AsyncIterator[WatchEvent]: ...
+    def watch(
+        self, prefix: str, *, start_revision: int | None = None, end: str | None = None, previous: bool = True
+    ) -> AsyncIterator[WatchEvent]:
+        """Changes to keys under ``prefix`` (with ``end``: keys from ``prefix`` up to, not including, ``end``).
+
+        ``previous=False`` lets a store leave out a deleted key's last value (``WatchEvent.kv`` is then
+        None for deletes): a follower that needs only the key saves etcd sending every old value."""
+        ...
 
     async def compact(self, revision: int) -> None: ...
 

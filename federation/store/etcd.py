@@ -162,7 +162,9 @@ class EtcdStore:
         with _mapped_errors():
             await stub.LeaseRevoke(rpc.LeaseRevokeRequest(ID=lease), timeout=self._timeout)
 
-    async def watch(self, prefix: str, *, start_revision: int | None = None) -> AsyncIterator[WatchEvent]:
+    async def watch(
+        self, prefix: str, *, start_revision: int | None = None, end: str | None = None, previous: bool = True
+    ) -> AsyncIterator[WatchEvent]:
         """Stream changes; after a lost connection, re-watch from the last revision seen + 1.
 
         etcd delivers all events of one revision in one response, and a reconnect happens only
@@ -171,6 +173,7 @@ class EtcdStore:
         if start_revision is not None and start_revision < 1:
             raise ValueError(f"start_revision must be at least 1, got {start_revision}")
         key = self._key(prefix)
+        range_end = _range_end(key) if end is None else self._key(end)
         next_revision = start_revision
         delay = _WATCH_RETRY_MIN
         while not self._closed:
@@ -179,7 +182,7 @@ class EtcdStore:
                 await self._connect()
                 call = rpc.WatchStub(self._client.channel).Watch()
                 create = rpc.WatchCreateRequest(
-                    key=key, range_end=_range_end(key), start_revision=next_revision or 0, prev_kv=True
+                    key=key, range_end=range_end, start_revision=next_revision or 0, prev_kv=previous
                 )
                 await call.write(rpc.WatchRequest(create_request=create))
                 while True:

@@ -130,7 +130,9 @@ class MemoryStore:
             raise LeaseNotFound(f"lease {lease} not found")
         self._drop_lease(lease)
 
-    async def watch(self, prefix: str, *, start_revision: int | None = None) -> AsyncIterator[WatchEvent]:
+    async def watch(
+        self, prefix: str, *, start_revision: int | None = None, end: str | None = None, previous: bool = True
+    ) -> AsyncIterator[WatchEvent]:
         self._begin()
         if start_revision is None:
             start_revision = self._revision + 1
@@ -146,7 +148,7 @@ class MemoryStore:
             if self._available and position - self._events_base < len(self._events):
                 event = self._events[position - self._events_base]
                 position += 1
-                if event.revision >= start_revision and event.key.startswith(prefix):
+                if event.revision >= start_revision and _within(event.key, prefix, end):
                     yield event
                 continue
             await self._changed.wait()
@@ -287,3 +289,7 @@ class MemoryStore:
     def _notify(self) -> None:
         self._changed.set()
         self._changed = asyncio.Event()
+
+
+def _within(key: str, prefix: str, end: str | None) -> bool:
+    return key.startswith(prefix) if end is None else prefix <= key < end

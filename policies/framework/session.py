@@ -78,6 +78,7 @@ class Session:
         self.requested: dict[str, Resources] = {}  # queue path (all levels) -> allocated + pending
         self.tenant_allocated: dict[tuple[str, str], Resources] = {}
         self.tenant_requested: dict[tuple[str, str], Resources] = {}
+        self._ancestry: dict[str, tuple[str, ...]] = {}
         self._build_tree()
         self.hooks = Hooks()
         self.decisions = Decisions()
@@ -150,18 +151,24 @@ class Session:
         for queue, want in leaf_want.items():
             self._add_up(self.requested, queue, want)
 
-    def ancestry(self, queue: str) -> list[str]:
-        """The queue and its ancestors up to (not including) the root, leaf first."""
-        out = []
-        path: str | None = queue
-        while path is not None and path != ROOT:
-            out.append(path)
-            path = self.queues[path].parent
-        return out
+    def ancestry(self, queue: str) -> tuple[str, ...]:
+        """The queue and its ancestors up to (not including) the root, leaf first.
+
+        Asked for every allocation and every ordering key, so each queue's is worked out once."""
+        known = self._ancestry.get(queue)
+        if known is None:
+            out = []
+            path: str | None = queue
+            while path is not None and path != ROOT:
+                out.append(path)
+                path = self.queues[path].parent
+            known = self._ancestry[queue] = tuple(out)
+        return known
 
     def _add_up(self, table: dict[str, Resources], queue: str, amount: Resources, times: float = 1.0) -> None:
-        for path in [*self.ancestry(queue), ROOT]:
+        for path in self.ancestry(queue):
             res.iadd(table.setdefault(path, {}), amount, times)
+        res.iadd(table.setdefault(ROOT, {}), amount, times)
 
     def tree_key(self, queue: str, share: Callable[[str], float]) -> tuple[float, ...]:
         """Shares from the top level down to ``queue``: comparing these tuples walks the tree,

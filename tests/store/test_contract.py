@@ -235,6 +235,18 @@ async def test_watch_from_a_revision_replays_exactly_what_followed(store: Store)
     assert (following.key, following.revision) == ("w/sentinel", sentinel)
 
 
+async def test_watch_over_a_key_range_sees_only_keys_inside_it(store: Store) -> None:
+    start = await store.revision() + 1
+    for key in ("r/a", "r/b/x", "r/c", "r/d", "r/ca"):
+        await store.put(key, b"1")
+    await store.delete("r/b/x")
+    events = store.watch("r/b", start_revision=start, end="r/ca", previous=False)
+
+    replayed = await take(events, 3)
+
+    assert [(e.type, e.key) for e in replayed] == [("put", "r/b/x"), ("put", "r/c"), ("delete", "r/b/x")]
+
+
 async def test_watch_streams_live_changes(store: Store) -> None:
     events = store.watch("live/", start_revision=await store.revision() + 1)
     consumer = asyncio.create_task(take(events, 3))
