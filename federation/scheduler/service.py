@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 from collections import deque
 from typing import Any
@@ -83,6 +84,9 @@ class SchedulerService:
         for kv in snapshot.kvs:
             self._apply_kv(state, kv)
         self._reconcile_accounting(state)
+        # The loaded state lives as long as the leadership: keep it out of the cyclic collector's full
+        # passes, which would otherwise walk every pending job again and again while dispatching.
+        gc.freeze()
         self.state = state
         self.applied_revision = snapshot.revision
         self.committer = Committer(self.store, state, self._fence)
