@@ -127,17 +127,21 @@ class OrderedJobs:
         return None
 
     def _pop_tenant(self, tenants: list[tuple[Any, ...]]) -> JobInfo | None:
+        """The queue's next job, re-keying stale tenants in place (the queue's own key cannot change
+        meanwhile: nothing is allocated), or None once the queue has no tenant with work left."""
         ssn = self.ssn
-        key, _, lane = tenants[0]
-        head = lane.peek(ssn, self._seq)
-        if head is None:
+        while tenants:
+            key, _, lane = tenants[0]
+            head = lane.peek(ssn, self._seq)
+            if head is None:
+                heapq.heappop(tenants)
+                continue
+            fresh = (ssn.tenant_key(lane.queue, lane.tenant), head[0])
+            if fresh > key:
+                heapq.heapreplace(tenants, (fresh, next(self._seq), lane))
+                continue
             heapq.heappop(tenants)
-            return None
-        fresh = (ssn.tenant_key(lane.queue, lane.tenant), head[0])
-        if fresh > key:
-            heapq.heapreplace(tenants, (fresh, next(self._seq), lane))
-            return None
-        heapq.heappop(tenants)
-        job = lane.pop(ssn, self._seq)
-        self._push_lane(lane)
-        return job
+            job = lane.pop(ssn, self._seq)
+            self._push_lane(lane)
+            return job
+        return None

@@ -75,6 +75,7 @@ class Session:
         self.queues = dict(snapshot.queues)
         self.children: dict[str, list[str]] = {}
         self.allocated: dict[str, Resources] = {}  # queue path (all levels) -> held resources, live
+        self.allocated_version: dict[str, int] = {}  # queue path -> count of changes to its allocated, for caches
         self.requested: dict[str, Resources] = {}  # queue path (all levels) -> allocated + pending
         self.tenant_allocated: dict[tuple[str, str], Resources] = {}
         self.tenant_requested: dict[tuple[str, str], Resources] = {}
@@ -287,6 +288,9 @@ class Session:
 
     def _held(self, task: TaskInfo, job: JobInfo, sign: float) -> None:
         self._add_up(self.allocated, job.queue, task.resources, sign)
+        versions = self.allocated_version
+        for path in (*self.ancestry(job.queue), ROOT):
+            versions[path] = versions.get(path, 0) + 1
         res.iadd(self.tenant_allocated.setdefault((job.queue, job.tenant), {}), task.resources, sign)
         self.hooks.call("on_allocate" if sign > 0 else "on_deallocate", task, job)
 

@@ -82,8 +82,18 @@ class FairShare(Plugin):
         self.slices = slices
         self.tenant_slices = tenant_slices
 
+        held_units: dict[str, tuple[int, float]] = {}
+
+        def held(queue: str) -> float:
+            """A queue's allocation in units, worked out again only after it changed (ordering asks often)."""
+            version = ssn.allocated_version.get(queue, 0)
+            known = held_units.get(queue)
+            if known is None or known[0] != version:
+                known = held_units[queue] = (version, units(ssn.allocated[queue]))
+            return known[1]
+
         def queue_order(queue: str) -> tuple[float, ...]:
-            return ssn.tree_key(queue, lambda q: ratio(units(ssn.allocated[q]), slices.get(q, 0.0)))
+            return ssn.tree_key(queue, lambda q: ratio(held(q), slices.get(q, 0.0)))
 
         def tenant_order(queue: str, tenant: str) -> float:
             key = (queue, tenant)
@@ -97,10 +107,10 @@ class FairShare(Plugin):
             # does, so a job larger than the rest of the slice is limited by capacity (and can reserve)
             # instead of waiting on fair share for ever.
             for q in ssn.ancestry(job.queue):
-                held = units(ssn.allocated[q]) - placing  # before this job: a gang is judged as a whole
-                if held + placing + need > limit[q] + EPS:
+                before = held(q) - placing  # before this job: a gang is judged as a whole
+                if before + placing + need > limit[q] + EPS:
                     return f"{CAP}: queue {q} would exceed its quota ({limit[q]:g} units)"
-                if not ssn.surplus and held >= slices.get(q, 0.0) - EPS:
+                if not ssn.surplus and before >= slices.get(q, 0.0) - EPS:
                     return f"{FAIR_SHARE}: queue {q} holds its fair share ({slices.get(q, 0.0):.4g} units)"
             key = (job.queue, job.tenant)
             tenant_held = units(ssn.tenant_allocated.get(key, {})) - placing
