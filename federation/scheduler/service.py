@@ -80,7 +80,7 @@ class SchedulerService:
         """Become the scheduler: the store's state in memory, accounting picked up where it was saved."""
         state = FederationState()
         await self.accountant.load(self.store)
-        snapshot = await self.store.snapshot("")
+        snapshot = await self.store.snapshot(keys.FOLLOWED_FROM, end=keys.FOLLOWED_TO)
         for kv in snapshot.kvs:
             self._apply_kv(state, kv)
         self._reconcile_accounting(state)

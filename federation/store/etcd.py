@@ -86,12 +86,12 @@ class EtcdStore:
     async def range(self, prefix: str, *, limit: int = 0) -> list[KeyValue]:
         return (await self.snapshot(prefix, limit=limit)).kvs
 
-    async def snapshot(self, prefix: str, *, limit: int = 0) -> Snapshot:
+    async def snapshot(self, prefix: str, *, limit: int = 0, end: str | None = None) -> Snapshot:
         """Read in pages at one revision; restart if a compaction overtakes the read."""
         attempt = 1
         while True:
             try:
-                return await self._paged_range(prefix, limit)
+                return await self._paged_range(prefix, limit, end)
             except CompactedError:
                 if attempt >= _RANGE_ATTEMPTS:
                     raise
@@ -250,10 +250,10 @@ class EtcdStore:
         await self._connect()
         return self._client.kvstub
 
-    async def _paged_range(self, prefix: str, limit: int) -> Snapshot:
+    async def _paged_range(self, prefix: str, limit: int, until: str | None) -> Snapshot:
         kv = await self._kv_stub()
         start = self._key(prefix)
-        end = _range_end(start)
+        end = _range_end(start) if until is None else self._key(until)
         revision = 0
         found: list[KeyValue] = []
         while True:

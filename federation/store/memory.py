@@ -77,9 +77,9 @@ class MemoryStore:
         self._begin()
         return self._range(prefix, limit)
 
-    async def snapshot(self, prefix: str, *, limit: int = 0) -> Snapshot:
+    async def snapshot(self, prefix: str, *, limit: int = 0, end: str | None = None) -> Snapshot:
         self._begin()
-        return Snapshot(self._revision, self._range(prefix, limit))
+        return Snapshot(self._revision, self._range(prefix, limit, end))
 
     async def put(self, key: str, value: bytes, *, lease: int = 0) -> int:
         result = await self.txn((), (Op.put(key, value, lease),))
@@ -198,10 +198,10 @@ class MemoryStore:
             if self._available:
                 self.expire_leases()
 
-    def _range(self, prefix: str, limit: int) -> list[KeyValue]:
+    def _range(self, prefix: str, limit: int, end: str | None = None) -> list[KeyValue]:
         found: list[KeyValue] = []
         for key in self._keys.irange(minimum=prefix):
-            if not key.startswith(prefix) or (limit and len(found) >= limit):
+            if not _within(key, prefix, end) or (limit and len(found) >= limit):
                 break
             found.append(self._kvs[key])
         return found

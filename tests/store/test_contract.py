@@ -235,6 +235,16 @@ async def test_watch_from_a_revision_replays_exactly_what_followed(store: Store)
     assert (following.key, following.revision) == ("w/sentinel", sentinel)
 
 
+async def test_snapshot_over_a_key_range_reads_only_keys_inside_it(store: Store) -> None:
+    for key in ("s/a", "s/b/x", "s/c", "s/ca", "s/d"):
+        await store.put(key, b"1")
+
+    snapshot = await store.snapshot("s/b", end="s/ca")
+
+    assert [kv.key for kv in snapshot.kvs] == ["s/b/x", "s/c"]
+    assert snapshot.revision == await store.revision()
+
+
 async def test_watch_over_a_key_range_sees_only_keys_inside_it(store: Store) -> None:
     start = await store.revision() + 1
     for key in ("r/a", "r/b/x", "r/c", "r/d", "r/ca"):
