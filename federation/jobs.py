@@ -1,6 +1,6 @@
 """Job records in the store: submit in batched txns, CAS state transitions, index maintenance.
 
-Every state change rewrites the record and moves its ``idx/<state>/<queue>/<id>`` entry in one txn
+Every state change rewrites the record and moves its ``view/<state>/<queue>/<id>`` index entry in one txn
 guarded by the record's ``mod_revision``, so two writers can never both win and the index never
 disagrees with the record.
 """
