@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from federation.models.cluster import NodeReport
 from member_agent.backends.base import NodeView
 
 PER_NODE_LIMIT = 200
 
+ShapeKey = tuple[object, ...]
 
-def _shape_key(node: NodeView) -> tuple[object, ...]:
+
+def _shape_key(node: NodeView) -> ShapeKey:
     free = node.free()
     return (
         tuple(sorted(node.allocatable.items())),
@@ -18,7 +22,26 @@ def _shape_key(node: NodeView) -> tuple[object, ...]:
     )
 
 
-def summarise(nodes: list[NodeView], per_node_limit: int = PER_NODE_LIMIT) -> list[NodeReport]:
+class ShapeKeys:
+    """Each node's shape key, remembered while the backend hands out the same view of the node
+    (the simulated backend shares a view until the node's usage changes), so summarising a
+    cluster where few nodes changed costs a lookup for each of the others."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[NodeView, ShapeKey]] = {}
+
+    def __call__(self, node: NodeView) -> ShapeKey:
+        seen = self._known.get(node.name)
+        if seen is not None and seen[0] is node:
+            return seen[1]
+        key = _shape_key(node)
+        self._known[node.name] = (node, key)
+        return key
+
+
+def summarise(
+    nodes: list[NodeView], per_node_limit: int = PER_NODE_LIMIT, shape_key: Callable[[NodeView], ShapeKey] = _shape_key
+) -> list[NodeReport]:
     """Identical nodes (same allocatable, free, labels, cordon) fold into one entry with a count."""
     if len(nodes) <= per_node_limit:
         return [
@@ -27,9 +50,9 @@ def summarise(nodes: list[NodeView], per_node_limit: int = PER_NODE_LIMIT) -> li
             )
             for n in nodes
         ]
-    groups: dict[tuple[object, ...], list[NodeView]] = {}
+    groups: dict[ShapeKey, list[NodeView]] = {}
     for node in nodes:
-        groups.setdefault(_shape_key(node), []).append(node)
+        groups.setdefault(shape_key(node), []).append(node)
     return [
         NodeReport(
             name=f"{group[0].name}+{len(group) - 1}" if len(group) > 1 else group[0].name,

@@ -82,9 +82,12 @@ def _node_info(view: NodeView) -> NodeInfo:
 
 
 class LocalScheduler:
+    """One per agent: it remembers the agent's nodes between cycles."""
+
     def __init__(self, clock: Clock, conf: SchedulerConf | None = None) -> None:
         self.clock = clock
         self.conf = conf if conf is not None else load_conf(DEFAULT_CONF)
+        self._nodes: dict[str, tuple[NodeView, NodeInfo]] = {}
 
     @classmethod
     def from_file(cls, clock: Clock, path: str | None) -> LocalScheduler:
@@ -98,7 +101,7 @@ class LocalScheduler:
         by_id = {job.job_id: job for job in (*pending, *running)}
         jobs = [_job_info(job, TaskStatus.PENDING) for job in pending if job.spec is not None]
         jobs += [_job_info(job, TaskStatus.RUNNING) for job in running if job.spec is not None and job.tasks]
-        session = open_session(self.conf, Snapshot([_node_info(v) for v in nodes], jobs), self.clock)
+        session = open_session(self.conf, Snapshot(self._node_infos(nodes), jobs), self.clock)
         session.run()
         decisions = close_session(session)
         placements: dict[str, dict[tuple[str, int], str]] = {}
@@ -118,6 +121,20 @@ class LocalScheduler:
             if reasons:
                 plan.reasons[job_id] = reasons[-1].message
         return plan
+
+    def _node_infos(self, views: list[NodeView]) -> list[NodeInfo]:
+        """The session's nodes. A view the backend hands out again (the simulated backend shares a
+        node's view until its usage changes) keeps its NodeInfo: sessions work on copies of their
+        snapshot's nodes, so a NodeInfo is never changed once built."""
+        known = self._nodes
+        self._nodes = {}
+        out = []
+        for view in views:
+            seen = known.get(view.name)
+            info = seen[1] if seen is not None and seen[0] is view else _node_info(view)
+            self._nodes[view.name] = (view, info)
+            out.append(info)
+        return out
 
     @staticmethod
     def never_fits(pending: list[LocalJob], nodes: list[NodeView]) -> list[LocalJob]:

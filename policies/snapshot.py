@@ -6,6 +6,7 @@ is compact and carries no derived state; sessions keep their own counters.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -153,25 +154,43 @@ class NodeInfo:
             return res.fits(req, self.idle)
         return res.fits(req, self.idle) and any(s.count > 0 and res.fits(req, s.idle) for s in self.shapes)
 
-    def packs(self, reqs: list[Resources]) -> bool:
-        """Whether all of ``reqs`` fit at once (on a cluster: each on some node, packed best-fit
-        as ``take`` would), without changing anything."""
-        if not res.fits(res.total(reqs), self.idle):
+    def packs(self, reqs: Sequence[tuple[Resources, int]]) -> bool:
+        """Whether ``count`` copies of each request fit at once (on a cluster: each on some node,
+        packed best-fit in order of size as ``take`` would), without changing anything.
+
+        The one-by-one best fit puts the next copy of a request on the node the previous copy left
+        smallest as long as it still fits there, so a node is filled with as many copies as it takes
+        before the next is chosen, and nodes of one shape fill alike: this walks nodes, not copies.
+        """
+        need: Resources = {}
+        for req, count in reqs:
+            res.iadd(need, req, count)
+        if not res.fits(need, self.idle):
             return False
         if self.shapes is None:
             return True
         free = [(dict(s.idle), s.count) for s in self.shapes if s.count > 0]
-        for req in sorted(reqs, key=lambda r: -sum(r.values())):
-            best = min(
-                (i for i, (idle, count) in enumerate(free) if count > 0 and res.fits(req, idle)),
-                key=lambda i: sum(free[i][0].values()),
-                default=-1,
-            )
-            if best < 0:
-                return False
-            idle, count = free[best]
-            free[best] = (idle, count - 1)
-            free.append((res.sub(idle, req), 1))
+        for req, count in sorted(reqs, key=lambda rc: -sum(rc[0].values())):
+            while count > 0:
+                best = min(
+                    (i for i, (idle, n) in enumerate(free) if n > 0 and res.fits(req, idle)),
+                    key=lambda i: sum(free[i][0].values()),
+                    default=-1,
+                )
+                if best < 0:
+                    return False
+                idle, n = free[best]
+                left = res.sub(idle, req)
+                per_node = 1
+                # A request of no size leaves the node as roomy as others: one copy at a time, as take does.
+                if sum(req.values()) > 0:
+                    while per_node < count and res.fits(req, left):
+                        left = res.sub(left, req)
+                        per_node += 1
+                nodes = min(n, count // per_node)
+                free[best] = (idle, n - nodes)
+                free.append((left, nodes))
+                count -= nodes * per_node
         return True
 
     def fits_future(self, req: Resources) -> bool:

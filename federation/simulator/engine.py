@@ -115,10 +115,10 @@ class Engine:
         self.accountant.queue_half_life = {
             path: node.config.half_life for path, node in self.tree.nodes.items() if node.config.half_life is not None
         }
-        local = LocalScheduler(self.clock, local_conf)
         self.members: dict[str, Member] = {}
         for cluster in scenario.clusters:
             self.state.set_cluster(cluster.name, cluster.labels, cordoned=False)
+            local = LocalScheduler(self.clock, local_conf)  # one per agent, as each real agent has its own
             self.members[cluster.name] = Member(cluster.name, cluster.labels, cluster.nodes, self.clock, local)
         # Internal ids sort in file order: the schedulers break ties between equal submit times by id.
         width = len(str(len(scenario.jobs)))

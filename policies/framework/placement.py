@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
+from itertools import groupby
 from typing import TYPE_CHECKING
 
 from policies import resources as res
 from policies.framework.decisions import FAIR_SHARE, INSUFFICIENT, RESERVATION, split_reason
 from policies.framework.statement import Statement
+from policies.resources import Resources
 from policies.snapshot import JobInfo, NodeInfo, TaskInfo
 
 if TYPE_CHECKING:
@@ -170,15 +172,19 @@ class Placer:
         tasks = ssn.pending_tasks(job)
         if not tasks:
             return False
-        need = res.total(t.resources for t in tasks)
+        runs = _runs(tasks)
+        need: Resources = {}
+        for task, count in runs:
+            res.iadd(need, task.resources, count)
         if not self._allowed(TaskInfo(job.id, "*", -1, need), job):
             return False
-        reqs = [t.resources for t in tasks]
-        largest = max(tasks, key=lambda t: sum(t.resources.values()))
+        reqs = [(task.resources, count) for task, count in runs]
+        largest = max(runs, key=lambda run: sum(run[0].resources.values()))[0]
         for node in self.candidates(largest, job):
             if not node.packs(reqs):
                 continue
-            if any(ssn.predicate(t, job, node) is not None for t in tasks if t is not largest):
+            # Predicates read a task's shape, not its index: one task of each run answers for the run.
+            if any(ssn.predicate(t, job, node) is not None for t, _ in runs if t is not largest):
                 continue
             if ssn.book is not None and not ssn.book.allows(node.name, need, ssn.now, job.walltime):
                 ssn.why(job, RESERVATION, "backfill", f"starting on {node.name} now would delay a reservation")
@@ -189,3 +195,12 @@ class Placer:
         code, message = self.explain(largest, job)
         ssn.why(job, code, "allocate", message if code != INSUFFICIENT else f"no cluster has room for {need}")
         return False
+
+
+def _runs(tasks: list[TaskInfo]) -> list[tuple[TaskInfo, int]]:
+    """Consecutive tasks sharing one resources dict (a gang's replicas) as (first task, count)."""
+    runs: list[tuple[TaskInfo, int]] = []
+    for _, group in groupby(tasks, key=lambda t: id(t.resources)):
+        members = list(group)
+        runs.append((members[0], len(members)))
+    return runs

@@ -8,7 +8,9 @@ only output.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
+from operator import attrgetter
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
     from policies.profile import ReservationBook
 
 MAX_REASONS = 4
+
+_status = attrgetter("status")
 
 
 class Plugin:
@@ -234,9 +238,10 @@ class Session:
 
     def _count(self, job: JobInfo) -> None:
         if job.id not in self._ready:
-            self._ready[job.id] = sum(1 for t in job.tasks if t.status in READY)
-            self._waiting[job.id] = sum(1 for t in job.tasks if t.status == TaskStatus.PIPELINED)
-            self._pending[job.id] = sum(1 for t in job.tasks if t.status == TaskStatus.PENDING)
+            statuses = Counter(map(_status, job.tasks))  # one pass, counted in C: gangs have 100s of tasks
+            self._ready[job.id] = sum(statuses[s] for s in READY)
+            self._waiting[job.id] = statuses[TaskStatus.PIPELINED]
+            self._pending[job.id] = statuses[TaskStatus.PENDING]
 
     def ready_count(self, job: JobInfo) -> int:
         self._count(job)

@@ -27,7 +27,7 @@ class Gang(Plugin):
             raise ValueError(f"gang: preemptMode must be one of {MODES}, got {mode!r}")
 
         def job_valid(job: JobInfo) -> str | None:
-            valid = sum(1 for t in job.tasks if t.status != TaskStatus.FAILED)
+            valid = len(job.tasks) - [t.status for t in job.tasks].count(TaskStatus.FAILED)
             if valid < job.gang_size:
                 return f"{INVALID}: {valid} valid tasks, minAvailable {job.gang_size}"
             return None

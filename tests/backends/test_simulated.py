@@ -9,6 +9,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from member_agent.backends.base import Backend, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskStatus
 from member_agent.backends.simulated import SimulatedBackend, nodes_from_groups
+from member_agent.capacity import ShapeKeys, summarise
+from member_agent.local_scheduler import LocalScheduler, _node_info
 from policies.clock import ManualClock
 
 GiB = 2.0**30
@@ -256,6 +258,8 @@ class NeverOverAllocates(RuleBasedStateMachine):
         self.backend = SimulatedBackend(NODES, self.clock)
         self.launched: dict[tuple[str, int], TaskLaunch] = {}
         self.jobs = 0
+        self.shape_keys = ShapeKeys()
+        self.scheduler = LocalScheduler(self.clock)
 
     def running_usage(self) -> dict[str, dict[str, float]]:
         usage: dict[str, dict[str, float]] = {n.name: {} for n in NODES}
@@ -317,6 +321,15 @@ class NeverOverAllocates(RuleBasedStateMachine):
             for name, cap in node.allocatable.items():
                 assert node.used.get(name, 0.0) == pytest.approx(expected[node.name].get(name, 0.0))
                 assert node.used.get(name, 0.0) <= cap
+
+    @invariant()
+    def what_is_remembered_of_each_node_matches_a_rebuild(self) -> None:
+        views = self.backend.nodes()
+        assert summarise(views, 0, self.shape_keys) == summarise(views, 0)
+        kept = self.scheduler._node_infos(views)
+        fresh = [_node_info(view) for view in views]
+        facts = lambda n: (n.name, n.allocatable, n.idle, n.used, n.labels, n.unschedulable)  # noqa: E731
+        assert [facts(n) for n in kept] == [facts(n) for n in fresh]
 
     @rule()
     def poll(self) -> None:

@@ -294,3 +294,31 @@ def test_no_cluster_is_over_allocated_and_every_job_lands_on_one_cluster(world: 
         if j.id in by_job:
             assert len(by_job[j.id]) == 1
             assert sum(1 for b in d.binds if b.job == j.id) == len(j.tasks)
+
+
+def _packs_one_by_one(cluster: NodeInfo, reqs: list[tuple[dict[str, float], int]]) -> bool:
+    """The reference: take every copy, largest request first, on a scratch copy of the cluster."""
+    scratch = cluster.clone()
+    copies = [req for req, count in reqs for _ in range(count)]
+    for req in sorted(copies, key=lambda r: -sum(r.values())):
+        if not scratch.fits(req):
+            return False
+        scratch.take(req)
+    return True
+
+
+@SETTINGS
+@given(st.data())
+def test_packing_a_gang_by_counts_agrees_with_taking_its_tasks_one_by_one(data: st.DataObject) -> None:
+    sizes = st.sampled_from([{"cpu": 1.0}, {"cpu": 2.0}, {"cpu": 3.0, "memory": 1.0}, {"memory": 2.0}, {"cpu": 0.5}])
+    shapes = [
+        NodeShape(
+            {"cpu": 8.0, "memory": 4.0},
+            {"cpu": float(data.draw(st.integers(0, 8))) / 2, "memory": float(data.draw(st.integers(0, 4)))},
+            data.draw(st.integers(0, 4)),
+        )
+        for _ in range(data.draw(st.integers(1, 4)))
+    ]
+    cluster = NodeInfo("c", {}, shapes=shapes)
+    reqs = [(data.draw(sizes), data.draw(st.integers(1, 12))) for _ in range(data.draw(st.integers(1, 4)))]
+    assert cluster.packs(reqs) == _packs_one_by_one(cluster, reqs)

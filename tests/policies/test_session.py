@@ -72,7 +72,7 @@ def test_cluster_take_and_give_restore_the_exact_node_shape() -> None:
     assert not cluster.fits({"cpu": 9.0}) and cluster.fits({"cpu": 8.0})
     cluster.give({"cpu": 2.0}, token)
     assert [s.count for s in cluster.shapes or []] == [1, 1, 0] and cluster.idle == {"cpu": 10.0}
-    assert cluster.packs([{"cpu": 8.0}, {"cpu": 2.0}]) and not cluster.packs([{"cpu": 6.0}, {"cpu": 6.0}])
+    assert cluster.packs([({"cpu": 8.0}, 1), ({"cpu": 2.0}, 1)]) and not cluster.packs([({"cpu": 6.0}, 2)])
 
 
 def test_closing_a_session_leaves_the_callers_snapshot_unchanged() -> None:
