@@ -11,11 +11,14 @@ each; 100,000 pending jobs in 200 leaf queues under 20 top queues, 1,000 tenants
 
 Prints, next to the DESIGN 4 targets (exit 1 if one is missed):
 - median cycle time (usage + plan), target <= 250 ms; and the same with 10,000 pending, for scale;
+- the 10,000-pending cycle again with 500 running jobs per cluster (50,000 running; no target): a
+  cycle still walks every running job (the snapshot, the session's queue totals, the reservation
+  profile), which this shows;
 - scheduler-cache memory per pending job (tracemalloc: what the pending jobs leave allocated in
   FederationState: entries, pending index, raw bytes), target <= 2 KiB, with the top allocation sites;
 - one job's change (upsert of a new pending job, then its removal), to show the state is incremental.
 
-Run: .venv/bin/python bench/cycle.py [--pending 100000] [--small 10000] [--runs 7]
+Run: .venv/bin/python bench/cycle.py [--pending 100000] [--small 10000] [--busy 500] [--runs 7]
 """
 
 from __future__ import annotations
@@ -134,7 +137,7 @@ def cluster_report(rng: random.Random, c: int, running: list[JobRecord]) -> Clus
     return ClusterReport(nodes=nodes, running=runs)
 
 
-def clusters(state: FederationState, accountant: Accountant, rng: random.Random) -> int:
+def clusters(state: FederationState, accountant: Accountant, rng: random.Random, running_per_cluster: int) -> int:
     """Joined clusters with their reports and running jobs, the accountant's runs (past and present).
 
     Returns the last revision used for the running jobs' records.
@@ -149,10 +152,10 @@ def clusters(state: FederationState, accountant: Accountant, rng: random.Random)
         name = f"cluster-{c}"
         state.set_cluster(name, {"region": ("eu", "us")[c % 2]}, False)
         running = []
-        for k in range(RUNNING_PER_CLUSTER):
+        for k in range(running_per_cluster):
             start = NOW - rng.uniform(60, 7200)
-            spec = in_queue(manifest(1, 1, "4h", False, 0), leaf(k))
-            submitted = expand(spec, f"tenant-{(c * RUNNING_PER_CLUSTER + k) % TENANTS}", start - 30)[0]
+            spec = in_queue(manifest(1, 1, "4h", False, 0), leaf(k % LEAVES))
+            submitted = expand(spec, f"tenant-{(c * running_per_cluster + k) % TENANTS}", start - 30)[0]
             update = {"state": JobState.RUNNING, "cluster": name, "epoch": 1, "start_time": start}
             record, raw = stored(submitted.model_copy(update=update))
             revision += 1
@@ -168,14 +171,16 @@ def clusters(state: FederationState, accountant: Accountant, rng: random.Random)
     return revision
 
 
-def build(pending: int, seed: int, memory: bool) -> tuple[FederationState, Accountant, list[str]]:
+def build(
+    pending: int, seed: int, memory: bool, running_per_cluster: int = RUNNING_PER_CLUSTER
+) -> tuple[FederationState, Accountant, list[str]]:
     """The world above; with ``memory``, what the pending jobs leave allocated (see ``memory_sites``)."""
     rng = random.Random(seed)
     config = FederationConfig()
     state = FederationState()
     state.set_queues(queue_tree())
     accountant = Accountant(ManualClock(NOW), config.fairshare.half_life, config.fairshare.usage_weights)
-    revision = clusters(state, accountant, rng)
+    revision = clusters(state, accountant, rng, running_per_cluster)
     sites: list[str] = []
     if memory:
         gc.collect()
@@ -234,12 +239,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pending", type=int, default=100_000)
     parser.add_argument("--small", type=int, default=10_000, help="pending jobs of the comparison world")
+    parser.add_argument("--busy", type=int, default=500, help="running jobs per cluster of the busy comparison world")
     parser.add_argument("--runs", type=int, default=7, help="cycles timed per world")
     args = parser.parse_args()
 
     small_state, small_accountant, _ = build(args.small, 1, memory=False)
     small_cycle, _ = cycles(small_state, small_accountant, args.runs)
     del small_state, small_accountant
+    busy_state, busy_accountant, _ = build(args.small, 1, memory=False, running_per_cluster=args.busy)
+    busy_cycle, _ = cycles(busy_state, busy_accountant, args.runs)
+    del busy_state, busy_accountant
 
     started = time.perf_counter()
     state, accountant, sites = build(args.pending, 1, memory=True)
@@ -251,6 +260,10 @@ def main() -> int:
     print(f"state fed with {args.pending:,} pending jobs (expand, to_bytes, from_bytes, upsert_job): {built:.1f} s")
     print(f"one job's change (upsert of a new pending job + remove): {change * 1e6:.1f} us")
     print(f"global cycle, {args.small:,} pending (for comparison): median {small_cycle * 1000:.0f} ms")
+    print(
+        f"global cycle, {args.small:,} pending and {args.busy * CLUSTERS:,} running (for scale, no target): "
+        f"median {busy_cycle * 1000:.0f} ms"
+    )
     print(
         f"global cycle, {args.pending:,} pending, {LEAVES} leaf queues, {TENANTS:,} tenants, {CLUSTERS} clusters: "
         f"median {cycle * 1000:.0f} ms of {args.runs}   target <= 250 ms   "
