@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol, runtime_checkable
 
+GPU = "nvidia.com/gpu"
+"""fedq's name for a GPU on every backend; a backend translates it to its own (Ray: ``GPU``)."""
+
 
 class TaskPhase(str, Enum):
     """Backend-level task phases; the agent maps them onto Volcano's task states."""

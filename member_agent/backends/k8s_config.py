@@ -12,6 +12,8 @@ from kubernetes import client, config
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from member_agent.backends.base import GPU
+
 SERVICE_HOST_ENV = "KUBERNETES_SERVICE_HOST"
 KUBECONFIG_ENV = "KUBECONFIG"
 
@@ -25,7 +27,7 @@ class KubernetesSettings(BaseModel):
     in_cluster: bool = False
     scheduler_name: str = "fedq"
     image: str = "busybox:1.36"  # the job spec has no image yet: every task runs in this one
-    gpu_resource: str = "nvidia.com/gpu"  # what fedq's "gpu" is called on this cluster's nodes
+    gpu_resource: str = GPU  # what fedq's nvidia.com/gpu is called on this cluster's nodes (e.g. amd.com/gpu)
     kill_grace_seconds: int = Field(default=30, ge=0)
     keep_finished_seconds: float | None = Field(default=600.0, ge=0)  # None keeps finished pods for ever
     watch_timeout_seconds: int = Field(default=300, gt=0)

@@ -47,7 +47,7 @@ class PodTemplate:
     scheduler_name: str = "fedq"
     image: str = "busybox:1.36"
     kill_grace_seconds: int = 30
-    resource_names: Mapping[str, str] = field(default_factory=lambda: {"gpu": "nvidia.com/gpu"})
+    resource_names: Mapping[str, str] = field(default_factory=dict)  # fedq name -> this cluster's, where they differ
 
 
 def pod_name(job_id: str, task_name: str, index: int, epoch: int) -> str:

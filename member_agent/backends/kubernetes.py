@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import structlog
@@ -19,7 +20,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from member_agent.backends.base import LaunchError, NodeView, TaskLaunch, TaskPhase, TaskStatus
+from member_agent.backends.base import GPU, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskStatus
 from member_agent.backends.k8s_config import KubernetesSettings, load_api_client
 from member_agent.backends.k8s_informer import Informer, Sink
 from member_agent.backends.k8s_pods import PodTemplate, build_pod, metadata, name_of, pod_requests
@@ -65,12 +66,14 @@ class KubernetesBackend:
         self._api_client = api_client or load_api_client(self.settings)
         self._core = client.CoreV1Api(self._api_client)
         namespace = self.settings.namespace
+        renamed = {GPU: self.settings.gpu_resource} if self.settings.gpu_resource != GPU else {}
+        self._fedq_names = {here: name for name, here in renamed.items()}
         self._template = PodTemplate(
             namespace=namespace,
             scheduler_name=self.settings.scheduler_name,
             image=self.settings.image,
             kill_grace_seconds=self.settings.kill_grace_seconds,
-            resource_names={"gpu": self.settings.gpu_resource},
+            resource_names=renamed,
         )
         self._state = ClusterState(namespace, self._clock)
         self._informers = [
@@ -107,7 +110,16 @@ class KubernetesBackend:
     # -- Backend protocol -----------------------------------------------------------------------
 
     def nodes(self) -> list[NodeView]:
-        return self._state.nodes()
+        """Capacity in fedq's resource names (a cluster's own GPU resource reads as nvidia.com/gpu)."""
+        views = self._state.nodes()
+        if not self._fedq_names:
+            return views
+        return [
+            replace(v, allocatable=self._in_fedq_names(v.allocatable), used=self._in_fedq_names(v.used)) for v in views
+        ]
+
+    def _in_fedq_names(self, resources: dict[str, float]) -> dict[str, float]:
+        return {self._fedq_names.get(name, name): amount for name, amount in resources.items()}
 
     def launch(self, gang: Sequence[TaskLaunch]) -> None:
         if not gang:

@@ -12,7 +12,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-_TO_RAY = {"cpu": "CPU", "memory": "memory", "nvidia.com/gpu": "GPU"}
+from member_agent.backends.base import GPU
+
+_TO_RAY = {"cpu": "CPU", "memory": "memory", GPU: "GPU"}
 _FROM_RAY = {ray_name: name for name, ray_name in _TO_RAY.items()}
 _INTERNAL = {"object_store_memory"}
 _GROUP_RESOURCE = re.compile(r"_group_(?:\d+_)?[0-9a-f]{16,}$")

@@ -38,7 +38,7 @@ def test_pod_carries_the_task(cluster: StubCluster, stub: StubApiServer) -> None
         ["node-a"],
         epoch=4,
         command=("python", "train.py"),
-        resources={"cpu": 1.5, "memory": 2 * 2**30, "gpu": 1},
+        resources={"cpu": 1.5, "memory": 2 * 2**30, "nvidia.com/gpu": 1},
         walltime=90.5,
     )
     backend.launch([task])
@@ -225,6 +225,22 @@ def test_capacity_counts_only_pods_holding_resources(stub: StubApiServer, make_b
     assert view.used == {"cpu": 0.5, "memory": 2**30, "pods": 1.0}
     assert view.free()["cpu"] == 3.5
     assert view.labels["zone"] == "z1"
+
+
+def test_a_cluster_gpu_resource_reads_and_launches_as_fedqs(cluster: StubCluster, stub: StubApiServer) -> None:
+    stub.add_node("node-m", cpu="16", extra={"amd.com/gpu": "4"})
+    stub.add_pod("default", "foreign", node="node-m", requests={"cpu": "1", "amd.com/gpu": "1"})
+    backend = cluster.make_backend(gpu_resource="amd.com/gpu")
+    view = node_view(backend, "node-m")
+    assert view.allocatable["nvidia.com/gpu"] == 4.0 and "amd.com/gpu" not in view.allocatable
+    assert view.used["nvidia.com/gpu"] == 1.0 and view.free()["nvidia.com/gpu"] == 3.0
+
+    (task,) = gang("needs-a-gpu", ["node-m"], resources={"cpu": 1, "nvidia.com/gpu": 2})
+    backend.launch([task])
+
+    (container,) = stub.pod(name_of(task))["spec"]["containers"]
+    assert container["resources"]["requests"] == {"cpu": "1", "amd.com/gpu": "2"}
+    assert node_view(backend, "node-m").used["nvidia.com/gpu"] == 3.0
 
 
 def test_node_changes_arrive_by_watch(stub: StubApiServer, make_backend: MakeBackend) -> None:

@@ -79,8 +79,8 @@ def test_pod_requests_follow_kube_scheduler() -> None:
 
 
 def test_build_pod_is_schema_valid_and_maps_gpu() -> None:
-    launch = TaskLaunch("j", "w", 0, 1, "n", {"cpu": 2.0, "gpu": 1.0}, walltime=0.2)
-    pod = build_pod(launch, PodTemplate(namespace="ns", resource_names={"gpu": "amd.com/gpu"}))
+    launch = TaskLaunch("j", "w", 0, 1, "n", {"cpu": 2.0, "nvidia.com/gpu": 1.0}, walltime=0.2)
+    pod = build_pod(launch, PodTemplate(namespace="ns", resource_names={"nvidia.com/gpu": "amd.com/gpu"}))
     raw = client.ApiClient().sanitize_for_serialization(pod)
     assert client.V1Pod.from_dict(raw) == pod
     assert raw["spec"]["activeDeadlineSeconds"] == 1, "a deadline is at least one second"
