@@ -277,3 +277,6 @@ class Snapshot:
     queues: dict[str, QueueInfo] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
     pending: PendingIndex | None = None  # kept by the caller across cycles, read lazily
+    # What ``jobs`` hold per (leaf queue, tenant), when the caller keeps that total across cycles
+    # (then ``jobs`` are running jobs only): the session need not sum every running job again.
+    held: dict[tuple[str, str], Resources] | None = None

@@ -13,6 +13,7 @@ from federation.models import JobRecord, JobState, QueueTree
 from federation.models.cluster import ClusterReport, NodeReport, summed
 from policies import JobInfo, NodeInfo, NodeShape, PendingIndex, QueueInfo, Snapshot, TaskInfo, TaskStatus, Usage
 from policies import resources as res
+from policies.resources import Resources
 
 ON_CLUSTER = frozenset({JobState.DISPATCHED, JobState.ADMITTED, JobState.RUNNING})
 
@@ -86,6 +87,11 @@ class FederationState:
         self.tree: QueueTree | None = None
         self.marked: set[str] = set()  # queued jobs shown as Reserved or Unschedulable
         self.shapes_version = 0  # moves when a cluster's labels or node shapes change
+        # What the jobs on clusters hold per (queue, tenant), kept as they come and go so a cycle need
+        # not sum every running job; with the count of jobs behind each total, and each job's share.
+        self.held: dict[tuple[str, str], Resources] = {}
+        self._holders: dict[tuple[str, str], int] = {}
+        self._holding: dict[str, tuple[JobInfo, Resources]] = {}
         self._never_fits: dict[str, tuple[int, str | None]] = {}
 
     # ---- jobs --------------------------------------------------------------------------------
@@ -127,6 +133,9 @@ class FederationState:
         if record.state in ON_CLUSTER and record.cluster:
             view = self.clusters.setdefault(record.cluster, ClusterView(record.cluster))
             view.jobs[record.id] = None
+            held = self._holding.get(record.id)
+            if held is None or held[0] is not info:
+                self._hold(record.id, info)
             if view.held is not None:
                 _charge(view, entry)
 
@@ -142,8 +151,9 @@ class FederationState:
 
     def _leave_cluster(self, job_id: str, cluster: str) -> None:
         view = self.clusters.get(cluster)
-        if view is not None:
-            view.jobs.pop(job_id, None)
+        if view is not None and job_id in view.jobs:
+            del view.jobs[job_id]
+            self._hold(job_id, None)
             if job_id in view.charged:
                 view.held = None
 
@@ -158,8 +168,27 @@ class FederationState:
         view.held = None
 
     def remove_cluster(self, name: str) -> None:
-        if self.clusters.pop(name, None) is not None:
+        view = self.clusters.pop(name, None)
+        if view is not None:
             self.shapes_version += 1
+            for job_id in view.jobs:
+                self._hold(job_id, None)
+
+    def _hold(self, job_id: str, info: JobInfo | None) -> None:
+        """Count ``info`` (a job on a cluster) in ``held`` instead of what the job counted for before."""
+        before = self._holding.pop(job_id, None)
+        if before is not None:
+            lane = (before[0].queue, before[0].tenant)
+            res.iadd(self.held[lane], before[1], -1.0)
+            self._holders[lane] -= 1
+            if not self._holders[lane]:
+                del self.held[lane], self._holders[lane]
+        if info is not None:
+            lane = (info.queue, info.tenant)
+            amount = res.total(t.resources for t in info.tasks)
+            self._holding[job_id] = (info, amount)
+            res.iadd(self.held.setdefault(lane, {}), amount)
+            self._holders[lane] = self._holders.get(lane, 0) + 1
 
     def set_report(self, name: str, time: float, report: ClusterReport) -> None:
         view = self.clusters.setdefault(name, ClusterView(name))
@@ -232,7 +261,7 @@ class FederationState:
             node = self._held(view).clone()
             node.unschedulable = view.cordoned or view.report_time is None or now - view.report_time > lost_after
             nodes.append(node)
-        return Snapshot(nodes, running, dict(self.queues), usage or Usage(), pending=self.pending)
+        return Snapshot(nodes, running, dict(self.queues), usage or Usage(), pending=self.pending, held=self.held)
 
     def _held(self, view: ClusterView) -> NodeInfo:
         """The cluster's capacity as reported, with every in-flight dispatch charged (built once per report)."""

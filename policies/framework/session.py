@@ -84,6 +84,7 @@ class Session:
         self.tenant_allocated: dict[tuple[str, str], Resources] = {}
         self.tenant_requested: dict[tuple[str, str], Resources] = {}
         self._ancestry: dict[str, tuple[str, ...]] = {}
+        self._held_by_lane = snapshot.held
         self._build_tree()
         self.hooks = Hooks()
         self.decisions = Decisions()
@@ -115,7 +116,8 @@ class Session:
     # ---- tree and aggregates -------------------------------------------------------------------
 
     def _build_tree(self) -> None:
-        leaves = {j.queue for j in self.jobs.values()}
+        held_by_lane = self._held_by_lane
+        leaves = {q for q, _ in held_by_lane} if held_by_lane is not None else {j.queue for j in self.jobs.values()}
         if self.index is not None:
             leaves |= {q for q, _ in self.index.lanes()}
         seen: set[str] = set()
@@ -130,8 +132,30 @@ class Session:
                 if info.parent is not None:
                     self.children.setdefault(info.parent, []).append(path)
                 path = info.parent
+        leaf_held, leaf_want = self._lane_totals()
+        if self.index is not None:
+            for lane in self.index.lanes():
+                want = self.index.lane_request(lane)
+                res.iadd(leaf_want.setdefault(lane[0], {}), want)
+                res.iadd(self.tenant_requested.setdefault(lane, {}), want)
+        for queue, held in leaf_held.items():
+            self._add_up(self.allocated, queue, held)
+        for queue, want in leaf_want.items():
+            self._add_up(self.requested, queue, want)
+
+    def _lane_totals(self) -> tuple[dict[str, Resources], dict[str, Resources]]:
+        """Held and wanted resources of the snapshot's jobs per leaf, filling the per-tenant tables.
+
+        From the caller's totals when it keeps them (running jobs only), else summed job by job."""
         leaf_held: dict[str, Resources] = {}
         leaf_want: dict[str, Resources] = {}
+        if self._held_by_lane is not None:
+            for lane, holds in self._held_by_lane.items():
+                res.iadd(leaf_held.setdefault(lane[0], {}), holds)
+                res.iadd(leaf_want.setdefault(lane[0], {}), holds)
+                res.iadd(self.tenant_allocated.setdefault(lane, {}), holds)
+                res.iadd(self.tenant_requested.setdefault(lane, {}), holds)
+            return leaf_held, leaf_want
         for job in self.jobs.values():
             held: Resources = {}
             want: Resources = {}
@@ -146,15 +170,7 @@ class Session:
             res.iadd(leaf_want.setdefault(job.queue, {}), want)
             res.iadd(self.tenant_allocated.setdefault(lane, {}), held)
             res.iadd(self.tenant_requested.setdefault(lane, {}), want)
-        if self.index is not None:
-            for lane in self.index.lanes():
-                want = self.index.lane_request(lane)
-                res.iadd(leaf_want.setdefault(lane[0], {}), want)
-                res.iadd(self.tenant_requested.setdefault(lane, {}), want)
-        for queue, held in leaf_held.items():
-            self._add_up(self.allocated, queue, held)
-        for queue, want in leaf_want.items():
-            self._add_up(self.requested, queue, want)
+        return leaf_held, leaf_want
 
     def ancestry(self, queue: str) -> tuple[str, ...]:
         """The queue and its ancestors up to (not including) the root, leaf first.

@@ -1,8 +1,9 @@
-"""In-flight dispatches are charged against a cluster's reported capacity once, and kept between cycles.
+"""What FederationState keeps between cycles instead of rebuilding it every cycle.
 
-The kept capacity must always equal what a rebuild from the latest report would give: the worked
-example checks the figures, the property checks the incremental upkeep against a rebuild after every
-step of random dispatches, reports, requeues and ends.
+In-flight dispatches are charged against a cluster's reported capacity once, and what the jobs on
+clusters hold is totalled per (queue, tenant) as they come and go. Both must always equal a rebuild:
+the worked example checks the figures, the property checks the incremental upkeep against a rebuild
+after every step of random dispatches, reports, requeues, ends and clusters leaving and rejoining.
 """
 
 from __future__ import annotations
@@ -50,6 +51,17 @@ def _idle(state: FederationState) -> dict[str, list[tuple[float, int]]]:
     return out
 
 
+def _summed(state: FederationState) -> dict[tuple[str, str], dict[str, float]]:
+    """What the snapshot's running jobs hold per (queue, tenant), summed from scratch."""
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    for job in state.snapshot(0.0, 60.0).jobs:
+        lane = out.setdefault((job.queue, job.tenant), {})
+        for task in job.tasks:
+            for name, amount in task.resources.items():
+                lane[name] = lane.get(name, 0.0) + amount
+    return out
+
+
 def _rebuilt(state: FederationState) -> dict[str, list[tuple[float, int]]]:
     for view in state.clusters.values():
         view.held = None
@@ -83,6 +95,7 @@ _step = st.one_of(
     st.tuples(st.just("report"), st.integers(0, 1), st.integers(0, 63)),
     st.tuples(st.just("requeue"), st.integers(0, 2), st.just(0)),
     st.tuples(st.just("end"), st.integers(0, 2), st.just(0)),
+    st.tuples(st.just("rejoin"), st.integers(0, 1), st.just(0)),
 )
 
 
@@ -120,5 +133,10 @@ def test_kept_capacity_always_equals_a_rebuild(steps: list[tuple[str, int, int]]
             state.upsert_job(_record(job_id, jobs[job_id], JobState.PENDING), revision, b"")
         elif kind == "end" and entry is not None:
             state.remove_job(job_id)
+        elif kind == "rejoin":  # the cluster is removed (its jobs with it) and joins again, empty
+            state.remove_cluster(f"c{n}")
+            state.set_cluster(f"c{n}", {}, cordoned=False)
+            state.set_report(f"c{n}", 0.0, _report([CPU, CPU, CPU], []))
+        assert state.held == _summed(state)
         kept = _idle(state)
         assert kept == _rebuilt(state)
