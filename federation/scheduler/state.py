@@ -74,7 +74,7 @@ class ClusterView:
     # The report's node shapes net of dispatches it does not show yet, kept between cycles so a deep
     # backlog of in-flight dispatches is charged once each, not again every cycle; dropped when a
     # report arrives or a charged job leaves (then rebuilt from the report in dispatch order).
-    held: NodeInfo | None = None
+    room: NodeInfo | None = None
     charged: set[str] = field(default_factory=set)
 
 
@@ -88,10 +88,11 @@ class FederationState:
         self.marked: set[str] = set()  # queued jobs shown as Reserved or Unschedulable
         self.shapes_version = 0  # moves when a cluster's labels or node shapes change
         # What the jobs on clusters hold per (queue, tenant), kept as they come and go so a cycle need
-        # not sum every running job; with the count of jobs behind each total, and each job's share.
+        # not sum every running job; with the count of jobs behind each total, and the JobInfo each job
+        # was counted by (its total is worked out again when it leaves).
         self.held: dict[tuple[str, str], Resources] = {}
         self._holders: dict[tuple[str, str], int] = {}
-        self._holding: dict[str, tuple[JobInfo, Resources]] = {}
+        self._holding: dict[str, JobInfo] = {}
         self._never_fits: dict[str, tuple[int, str | None]] = {}
 
     # ---- jobs --------------------------------------------------------------------------------
@@ -133,10 +134,9 @@ class FederationState:
         if record.state in ON_CLUSTER and record.cluster:
             view = self.clusters.setdefault(record.cluster, ClusterView(record.cluster))
             view.jobs[record.id] = None
-            held = self._holding.get(record.id)
-            if held is None or held[0] is not info:
+            if self._holding.get(record.id) is not info:
                 self._hold(record.id, info)
-            if view.held is not None:
+            if view.room is not None:
                 _charge(view, entry)
 
     def remove_job(self, job_id: str) -> None:
@@ -155,7 +155,7 @@ class FederationState:
             del view.jobs[job_id]
             self._hold(job_id, None)
             if job_id in view.charged:
-                view.held = None
+                view.room = None
 
     # ---- clusters and queues -----------------------------------------------------------------
 
@@ -165,7 +165,7 @@ class FederationState:
             self.shapes_version += 1
         view.labels = dict(labels)
         view.cordoned = cordoned
-        view.held = None
+        view.room = None
 
     def remove_cluster(self, name: str) -> None:
         view = self.clusters.pop(name, None)
@@ -178,16 +178,15 @@ class FederationState:
         """Count ``info`` (a job on a cluster) in ``held`` instead of what the job counted for before."""
         before = self._holding.pop(job_id, None)
         if before is not None:
-            lane = (before[0].queue, before[0].tenant)
-            res.iadd(self.held[lane], before[1], -1.0)
+            lane = (before.queue, before.tenant)
+            res.iadd(self.held[lane], _total(before), -1.0)
             self._holders[lane] -= 1
             if not self._holders[lane]:
                 del self.held[lane], self._holders[lane]
         if info is not None:
             lane = (info.queue, info.tenant)
-            amount = res.total(t.resources for t in info.tasks)
-            self._holding[job_id] = (info, amount)
-            res.iadd(self.held.setdefault(lane, {}), amount)
+            self._holding[job_id] = info
+            res.iadd(self.held.setdefault(lane, {}), _total(info))
             self._holders[lane] = self._holders.get(lane, 0) + 1
 
     def set_report(self, name: str, time: float, report: ClusterReport) -> None:
@@ -198,7 +197,7 @@ class FederationState:
         view.nodes = report.nodes
         view.reported_running = {(r.job_id, r.epoch) for r in report.running}
         view.expected_end = {r.job_id: r.expected_end for r in report.running if r.expected_end is not None}
-        view.held = None
+        view.room = None
 
     def set_queues(self, tree: QueueTree | None) -> None:
         self.tree = tree
@@ -258,22 +257,22 @@ class FederationState:
                 entry = self.entries.get(job_id)
                 if entry is not None:
                     running.append(self._running_job(entry, view))
-            node = self._held(view).clone()
+            node = self._room(view).clone()
             node.unschedulable = view.cordoned or view.report_time is None or now - view.report_time > lost_after
             nodes.append(node)
         return Snapshot(nodes, running, dict(self.queues), usage or Usage(), pending=self.pending, held=self.held)
 
-    def _held(self, view: ClusterView) -> NodeInfo:
+    def _room(self, view: ClusterView) -> NodeInfo:
         """The cluster's capacity as reported, with every in-flight dispatch charged (built once per report)."""
-        if view.held is None:
+        if view.room is None:
             shapes = [NodeShape(dict(n.allocatable), dict(n.free), n.count) for n in view.nodes if not n.unschedulable]
-            view.held = NodeInfo(view.name, {}, labels=dict(view.labels), shapes=shapes)
+            view.room = NodeInfo(view.name, {}, labels=dict(view.labels), shapes=shapes)
             view.charged = set()
             for job_id in view.jobs:
                 entry = self.entries.get(job_id)
                 if entry is not None:
                     _charge(view, entry)
-        return view.held
+        return view.room
 
     @staticmethod
     def _running_job(entry: Entry, view: ClusterView) -> JobInfo:
@@ -319,9 +318,14 @@ def _show(resources: dict[str, float]) -> str:
     return ", ".join(f"{name}={amount:g}" for name, amount in sorted(resources.items()))
 
 
+def _total(info: JobInfo) -> Resources:
+    """What a job on a cluster holds: every task (the snapshot shows them all running)."""
+    return res.total(t.resources for t in info.tasks)
+
+
 def _charge(view: ClusterView, entry: Entry) -> None:
     """Dispatched but not yet in the cluster's report: hold its resources so nothing double-books them."""
-    node = view.held
+    node = view.room
     if node is None or not view.nodes or entry.info.id in view.charged:
         return
     if (entry.info.id, entry.epoch) in view.reported_running:

@@ -64,7 +64,7 @@ def _summed(state: FederationState) -> dict[tuple[str, str], dict[str, float]]:
 
 def _rebuilt(state: FederationState) -> dict[str, list[tuple[float, int]]]:
     for view in state.clusters.values():
-        view.held = None
+        view.room = None
     return _idle(state)
 
 
