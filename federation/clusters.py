@@ -8,7 +8,6 @@ so the agent kills it. No job can be advanced by two clusters, or twice by one.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from federation import keys
@@ -22,6 +21,7 @@ from federation.models.cluster import (
     ClusterReport,
     ClusterState,
     JoinRequest,
+    LatestReport,
     ReportReply,
     StatusUpdate,
 )
@@ -44,14 +44,6 @@ class JoinRefused(Exception):
 
 class UnknownCluster(KeyError):
     pass
-
-
-@dataclass(frozen=True)
-class LatestReport:
-    """``reports/<name>``: what the scheduler plans with."""
-
-    time: float
-    report: ClusterReport
 
 
 class ClusterService:
@@ -85,7 +77,8 @@ class ClusterService:
         return None if kv is None else ClusterRecord.model_validate_json(kv.value)
 
     async def all(self) -> list[tuple[ClusterRecord, LatestReport | None]]:
-        reports = {kv.key.removeprefix(keys.REPORTS): _latest(kv.value) for kv in await self.store.range(keys.REPORTS)}
+        stored = await self.store.range(keys.REPORTS)
+        reports = {kv.key.removeprefix(keys.REPORTS): LatestReport.from_bytes(kv.value) for kv in stored}
         records = [ClusterRecord.model_validate_json(kv.value) for kv in await self.store.range(keys.CLUSTERS)]
         return [(record, reports.get(record.name)) for record in records]
 
@@ -107,8 +100,7 @@ class ClusterService:
         if record is None:
             raise UnknownCluster(name)
         now = self.clock.now()
-        body = {"time": now, "report": report.model_dump(mode="json", exclude={"updates", "known"})}
-        await self.store.put(keys.report(name), json.dumps(body, separators=(",", ":")).encode())
+        await self.store.put(keys.report(name), LatestReport(time=now, report=report).to_bytes())
         cancellations: dict[tuple[str, int], Cancellation] = {}
         refused: list[dict[str, Any]] = []
         for update in report.updates:
@@ -222,8 +214,3 @@ class ClusterService:
                 continue
             assignments.append(Assignment.of(job))
         return assignments
-
-
-def _latest(value: bytes) -> LatestReport:
-    body = json.loads(value)
-    return LatestReport(time=body["time"], report=ClusterReport.model_validate(body["report"]))

@@ -99,6 +99,20 @@ class ClusterReport(_Strict):
     )
 
 
+class LatestReport(_Strict):
+    """``reports/<name>``: a cluster's last report, as the scheduler plans with it."""
+
+    time: float
+    report: ClusterReport
+
+    def to_bytes(self) -> bytes:
+        return self.model_dump_json(exclude={"report": {"updates", "known"}}).encode()
+
+    @classmethod
+    def from_bytes(cls, value: bytes) -> LatestReport:
+        return cls.model_validate_json(value)
+
+
 class Assignment(_Strict):
     job_id: str
     epoch: int

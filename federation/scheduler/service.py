@@ -16,6 +16,7 @@ from collections import deque
 from typing import Any
 
 import structlog
+from pydantic import ValidationError
 
 from federation import keys
 from federation.accounting import Accountant
@@ -23,7 +24,7 @@ from federation.config import FederationConfig
 from federation.jobs import Change
 from federation.leader import LeaderElection
 from federation.models import JobRecord, JobState, QueueTree, QueueTreeConfig
-from federation.models.cluster import ClusterRecord, ClusterReport
+from federation.models.cluster import ClusterRecord, LatestReport
 from federation.reports.source import queue_half_lives
 from federation.scheduler.conf import global_conf
 from federation.scheduler.cycle import CyclePlan, GlobalScheduler
@@ -43,6 +44,10 @@ log = structlog.get_logger("fedq.scheduler")
 
 DEBOUNCE = 0.05
 MAX_PUBLISHED_REASONS = 2000
+
+
+class NotLeading(RuntimeError):
+    """The scheduler holds no state: another replica leads, or this one stepped down."""
 
 
 class SchedulerService:
@@ -67,6 +72,7 @@ class SchedulerService:
         self.accountant = Accountant(clock, config.fairshare.half_life, config.fairshare.usage_weights)
         self.save_every = config.accounting_save_every if save_every is None else save_every
         self._saved_at = float("-inf")
+        self._accounting_current = False  # the accountant holds this leadership's usage
         self._watch: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._evictions: deque[float] = deque()
@@ -77,9 +83,15 @@ class SchedulerService:
     # ---- loading and following the store -----------------------------------------------------
 
     async def load(self) -> None:
-        """Become the scheduler: the store's state in memory, accounting picked up where it was saved."""
+        """Become the scheduler: the store's state in memory, accounting picked up where it was saved.
+
+        A reload while still leading (after the watch died) keeps the accounting in memory, which
+        is newer than the saved one; the loaded jobs' starts and ends bring it up to date.
+        """
         state = FederationState()
-        await self.accountant.load(self.store)
+        if not self._accounting_current:
+            await self.accountant.load(self.store)  # what the last leader saved
+            self._accounting_current = True
         snapshot = await self.store.snapshot(keys.FOLLOWED_FROM, end=keys.FOLLOWED_TO)
         for kv in snapshot.kvs:
             self._apply_kv(state, kv)
@@ -91,9 +103,16 @@ class SchedulerService:
         self.applied_revision = snapshot.revision
         self.committer = Committer(self.store, state, self._fence)
         self._watch = asyncio.create_task(self._follow(snapshot.revision + 1))
+        self._release_syncs()  # a reload after a dead watch holds every write up to its snapshot
         log.info("scheduler state loaded", jobs=len(state.entries), pending=len(state.pending))
 
     async def _follow(self, revision: int) -> None:
+        """Apply the store's changes as they come; if the watch ends, drop the state so it is reloaded.
+
+        A state that silently stopped following would be scheduled from forever, so any end of the
+        watch other than stepping down (history compacted, the store closed or failing) drops it, and
+        the loop loads a fresh snapshot on its next turn.
+        """
         try:
             follow = self.store.watch(keys.FOLLOWED_FROM, start_revision=revision, end=keys.FOLLOWED_TO, previous=False)
             async for event in follow:
@@ -103,12 +122,22 @@ class SchedulerService:
                 self.applied_revision = event.revision
                 if self._syncs:
                     self._release_syncs()
+            log.warning("watch ended; reloading")
         except CompactedError:
             log.warning("watch history compacted; reloading")
-            self.state = None
+        except StoreError as exc:
+            log.warning("watch failed; reloading", error=str(exc))
+        self.state = None
+        self._wake.set()
 
     async def sync(self) -> None:
-        """Return once every write made before this call has reached the in-memory state."""
+        """Return once every write made before this call has reached the in-memory state.
+
+        Raises ``NotLeading`` if this replica holds no state (it is not the leader), or stops
+        holding it before the write arrives, other than to reload it.
+        """
+        if self.state is None:
+            raise NotLeading("this scheduler holds no state to sync: it is not the leader")
         revision = await self.store.put(keys.SYNC, self.election.identity.encode())
         if self.applied_revision >= revision:
             return
@@ -141,6 +170,17 @@ class SchedulerService:
             state.set_queues(None)
 
     def _apply_kv(self, state: FederationState, kv: KeyValue) -> None:
+        """Apply one stored value; one that does not parse is logged and skipped, not fatal.
+
+        Every writer validates what it stores, so a bad value means an outside write or version
+        skew; following the rest of the store matters more than that one key, which stays as it is.
+        """
+        try:
+            self._apply_value(state, kv)
+        except ValidationError as exc:
+            log.error("skipping a stored value the scheduler cannot read", key=kv.key, error=str(exc))
+
+    def _apply_value(self, state: FederationState, kv: KeyValue) -> None:
         key = kv.key
         if key.startswith(keys.JOBS):
             known = state.entries.get(key.removeprefix(keys.JOBS))
@@ -153,8 +193,8 @@ class SchedulerService:
             cluster = ClusterRecord.model_validate_json(kv.value)
             state.set_cluster(cluster.name, cluster.labels, cluster.cordoned)
         elif key.startswith(keys.REPORTS):
-            body = json.loads(kv.value)
-            state.set_report(key.removeprefix(keys.REPORTS), body["time"], ClusterReport.model_validate(body["report"]))
+            latest = LatestReport.from_bytes(kv.value)
+            state.set_report(key.removeprefix(keys.REPORTS), latest.time, latest.report)
         elif key == keys.QUEUES:
             tree = QueueTree(QueueTreeConfig.model_validate_json(kv.value))
             state.set_queues(tree)
@@ -215,6 +255,11 @@ class SchedulerService:
                 await self._watch
             self._watch = None
         self.state = None
+        self._accounting_current = False
+        for _revision, waiter in self._syncs:
+            if not waiter.done():
+                waiter.set_exception(NotLeading("this scheduler stepped down before the write arrived"))
+        self._syncs = []
 
     async def cycle(self) -> CyclePlan:
         assert self.state is not None and self.committer is not None

@@ -1,0 +1,116 @@
+"""The leader's in-memory state keeps following the store, or is dropped and reloaded; never left stale."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from structlog.testing import capture_logs
+
+from federation import keys
+from federation.config import FederationConfig
+from federation.jobs import JobRepository, expand
+from federation.models import JobManifest, QueueTreeConfig
+from federation.scheduler.service import NotLeading, SchedulerService
+from federation.store import MemoryStore, StoreError, WatchEvent
+from policies.clock import ManualClock
+
+GUARD = 10.0  # seconds before a hung wait fails the test instead of hanging it
+
+
+class FlakyStore(MemoryStore):
+    """A memory store whose watches fail with a store error on their next event while ``broken``."""
+
+    broken = False
+
+    async def watch(
+        self, prefix: str, *, start_revision: int | None = None, end: str | None = None, previous: bool = True
+    ) -> AsyncIterator[WatchEvent]:
+        async for event in super().watch(prefix, start_revision=start_revision, end=end, previous=previous):
+            if self.broken:
+                raise StoreError("connection to the store lost")
+            yield event
+
+
+async def leading(store: MemoryStore, clock: ManualClock) -> SchedulerService:
+    tree = QueueTreeConfig.model_validate({"queues": [{"name": "a", "tenants": ["alice"]}]})
+    await store.put(keys.QUEUES, tree.model_dump_json(by_alias=True).encode())
+    service = SchedulerService(store, FederationConfig(), clock, save_every=float("inf"))
+    assert await service.election.try_acquire()
+    await service.load()
+    return service
+
+
+async def submit(store: MemoryStore, clock: ManualClock, name: str) -> str:
+    manifest = JobManifest.model_validate(
+        {"metadata": {"name": name}, "spec": {"queue": "a", "tasks": [{"replicas": 1, "resources": {"cpu": 1}}]}}
+    )
+    records = expand(manifest, "alice", clock.now())
+    await JobRepository(store).create(records)
+    return records[0].id
+
+
+async def test_a_value_it_cannot_read_is_logged_and_skipped_and_the_watch_goes_on() -> None:
+    clock = ManualClock(1000.0)
+    store = MemoryStore(clock=clock)
+    service = await leading(store, clock)
+    with capture_logs() as logs:
+        await store.put(keys.report("ghost"), b'{"time": "soon", "report": {}}')
+        job = await submit(store, clock, "after-the-bad-value")
+        await asyncio.wait_for(service.sync(), GUARD)
+    assert service.state is not None and job in service.state.entries
+    assert "ghost" not in service.state.clusters
+    assert [entry["key"] for entry in logs if entry["log_level"] == "error"] == [keys.report("ghost")]
+    await service._step_down()
+
+
+async def test_a_dead_watch_drops_the_state_until_a_reload() -> None:
+    clock = ManualClock(1000.0)
+    store = FlakyStore(clock=clock)
+    service = await leading(store, clock)
+    watch = service._watch
+    assert watch is not None
+    service.accountant.set_factor("alice", 3.0)  # in memory only: not saved yet
+    store.broken = True
+    job = await submit(store, clock, "while-the-watch-dies")
+    await asyncio.wait_for(watch, GUARD)
+    assert service.state is None  # not scheduled from while stale
+    with pytest.raises(NotLeading):
+        await service.sync()  # no state at all: nothing to wait for
+
+    store.broken = False
+    await service.load()
+    assert service.state is not None and job in service.state.entries
+    assert service.accountant.usage().tenant_factor == {"alice": 3.0}  # the reload kept this leadership's accounting
+    await asyncio.wait_for(service.sync(), GUARD)
+    await service._step_down()
+
+
+async def sync_across_a_dead_watch() -> tuple[FlakyStore, SchedulerService, asyncio.Future[None]]:
+    """A leader whose watch dies on the put of the sync it is waiting for."""
+    clock = ManualClock(1000.0)
+    store = FlakyStore(clock=clock)
+    service = await leading(store, clock)
+    store.broken = True
+    waiting = asyncio.ensure_future(service.sync())
+    watch = service._watch
+    assert watch is not None
+    await asyncio.wait_for(watch, GUARD)
+    assert service.state is None and not waiting.done()
+    return store, service, waiting
+
+
+async def test_a_sync_waiting_when_the_watch_dies_returns_after_the_reload() -> None:
+    store, service, waiting = await sync_across_a_dead_watch()
+    store.broken = False
+    await service.load()
+    await asyncio.wait_for(waiting, GUARD)
+    await service._step_down()
+
+
+async def test_stepping_down_fails_a_waiting_sync_instead_of_leaving_it_hanging() -> None:
+    _store, service, waiting = await sync_across_a_dead_watch()
+    await service._step_down()
+    with pytest.raises(NotLeading):
+        await asyncio.wait_for(waiting, GUARD)
