@@ -158,11 +158,10 @@ class Dispatched:
 
 async def lead(service: SchedulerService) -> None:
     """Hold the lease as ``SchedulerService.run`` does; after a deposition its next turn notices the
-    lost lease and the one after takes a new one (and reloads the state)."""
+    lost lease and the one after takes a new one (over the state it kept following)."""
+    await service.follow()
     for _ in range(2):
-        if await service.election.try_acquire():
-            if service.state is None:
-                await service.load()
+        if await service.lead():
             return
     raise RuntimeError("could not become the leader")
 
@@ -194,7 +193,7 @@ async def dispatch_all(service: SchedulerService, profile: bool) -> Dispatched:
         except Deposed:
             depositions += 1
             cut_short_at = pending
-            await service._step_down()
+            service.stand_by()
             continue
         plans.append(plan)
         if not plan.dispatches:
@@ -225,8 +224,7 @@ async def run(args: argparse.Namespace, work: Path) -> tuple[list[tuple[float, f
                 raise RuntimeError(
                     f"the store's index lists {len(stored)} jobs as Dispatched, the state {result.dispatched}"
                 )
-            await service._step_down()
-            await service.election.resign()
+            await service.close()
             raws.append(await raw_rates(store, args, store.max_txn_ops))
             return raws, result, clusters
         finally:
@@ -271,7 +269,7 @@ def main() -> int:
     if result.depositions:
         print(
             f"  the leader lease ({result.lease_ttl:g} s) ran out during a cycle {result.depositions} time(s): "
-            "the commit was cut short (Deposed) and the state reloaded, as SchedulerService.run does"
+            "the commit was cut short (Deposed) and the lease taken again, as SchedulerService.run does"
         )
     if result.dispatched < args.jobs:
         print(f"  STALLED: {STUCK_LIMIT} depositions in a row dispatched nothing (every cycle outlasts the lease)")

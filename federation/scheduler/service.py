@@ -1,9 +1,11 @@
-"""The scheduler as a service: elect a leader, mirror the store into memory, cycle, commit.
+"""The scheduler as a service: mirror the store into memory, elect a leader, cycle, commit.
 
-Only the leader schedules. It loads the store once (one snapshot), then follows a watch from the
-snapshot's revision, so every change is applied incrementally and none is missed. Each cycle it
-requeues jobs of lost clusters, plans, and commits dispatches, reservations, Unschedulable marks
-and reclaim requests, then publishes what ``fedq explain`` needs under ``sched/status``.
+Every replica loads the store once (one snapshot), then follows a watch from the snapshot's
+revision, so every change is applied incrementally and none is missed. Only the leader schedules;
+the others stand by with the state warm, so a takeover costs the lease's expiry, not a reload of
+every job. Each cycle the leader requeues jobs of lost clusters, plans, and commits dispatches,
+reservations, Unschedulable marks and reclaim requests, then publishes what ``fedq explain`` needs
+under ``status/scheduler``.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from federation.scheduler.dispatch import (
     reclaim_change,
     requeue_change,
 )
-from federation.scheduler.state import ON_CLUSTER, FederationState
+from federation.scheduler.state import ON_CLUSTER, FederationState, held_by
 from federation.store import CompactedError, KeyValue, Store, StoreError, WatchEvent
 from policies.clock import Clock
 
@@ -46,8 +48,8 @@ DEBOUNCE = 0.05
 MAX_PUBLISHED_REASONS = 2000
 
 
-class NotLeading(RuntimeError):
-    """The scheduler holds no state: another replica leads, or this one stepped down."""
+class NotFollowing(RuntimeError):
+    """The scheduler holds no state: it has not loaded the store yet, or it was closed."""
 
 
 class SchedulerService:
@@ -72,7 +74,7 @@ class SchedulerService:
         self.accountant = Accountant(clock, config.fairshare.half_life, config.fairshare.usage_weights)
         self.save_every = config.accounting_save_every if save_every is None else save_every
         self._saved_at = float("-inf")
-        self._accounting_current = False  # the accountant holds this leadership's usage
+        self.leading = False  # took over as leader: the accountant holds this leadership's usage
         self._watch: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._evictions: deque[float] = deque()
@@ -82,22 +84,25 @@ class SchedulerService:
 
     # ---- loading and following the store -----------------------------------------------------
 
-    async def load(self) -> None:
-        """Become the scheduler: the store's state in memory, accounting picked up where it was saved.
+    async def follow(self) -> None:
+        """Hold the store's state in memory: load it unless it is held (or was dropped by a dead watch)."""
+        if self.state is None:
+            await self.load()
 
-        A reload while still leading (after the watch died) keeps the accounting in memory, which
-        is newer than the saved one; the loaded jobs' starts and ends bring it up to date.
+    async def load(self) -> None:
+        """The store's state in memory, then a watch that keeps it up to date.
+
+        A reload while leading (after the watch died) keeps the accounting in memory, which is newer
+        than the saved one; the loaded jobs' starts and ends bring it up to date.
         """
         state = FederationState()
-        if not self._accounting_current:
-            await self.accountant.load(self.store)  # what the last leader saved
-            self._accounting_current = True
         snapshot = await self.store.snapshot(keys.FOLLOWED_FROM, end=keys.FOLLOWED_TO)
         for kv in snapshot.kvs:
             self._apply_kv(state, kv)
-        self._reconcile_accounting(state)
-        # The loaded state lives as long as the leadership: keep it out of the cyclic collector's full
-        # passes, which would otherwise walk every pending job again and again while dispatching.
+        if self.leading:
+            await self._reconcile_accounting(state)
+        # The loaded state lives as long as the process follows the store: keep it out of the cyclic
+        # collector's full passes, which would otherwise walk every pending job again and again.
         gc.freeze()
         self.state = state
         self.applied_revision = snapshot.revision
@@ -133,11 +138,11 @@ class SchedulerService:
     async def sync(self) -> None:
         """Return once every write made before this call has reached the in-memory state.
 
-        Raises ``NotLeading`` if this replica holds no state (it is not the leader), or stops
-        holding it before the write arrives, other than to reload it.
+        Raises ``NotFollowing`` if this replica holds no state (not loaded yet, or closed), or is
+        closed before the write arrives.
         """
         if self.state is None:
-            raise NotLeading("this scheduler holds no state to sync: it is not the leader")
+            raise NotFollowing("this scheduler holds no state to sync: call follow() first")
         revision = await self.store.put(keys.SYNC, self.election.identity.encode())
         if self.applied_revision >= revision:
             return
@@ -158,11 +163,13 @@ class SchedulerService:
     def _apply_event(self, state: FederationState, event: WatchEvent) -> None:
         if event.type == "put" and event.kv is not None:
             self._apply_kv(state, event.kv)
-            if event.key.startswith((keys.JOBS, keys.REPORTS)):
+            if self.leading and event.key.startswith((keys.JOBS, keys.REPORTS)):
                 self._wake.set()
             return
         key = event.key
-        if key.startswith(keys.JOBS):
+        if key == keys.LEADER:
+            self._wake.set()  # the leader resigned or its lease ran out: stand-bys try to take over at once
+        elif key.startswith(keys.JOBS):
             state.remove_job(key.removeprefix(keys.JOBS))
         elif key.startswith(keys.CLUSTERS):
             state.remove_cluster(key.removeprefix(keys.CLUSTERS))
@@ -188,7 +195,8 @@ class SchedulerService:
                 return  # our own commit, applied when it landed: no need to parse it again
             record = JobRecord.from_bytes(kv.value)
             state.upsert_job(record, kv.mod_revision, kv.value)
-            self._account(record)
+            if self.leading:
+                self._account(record)
         elif key.startswith(keys.CLUSTERS):
             cluster = ClusterRecord.model_validate_json(kv.value)
             state.set_cluster(cluster.name, cluster.labels, cluster.cordoned)
@@ -208,11 +216,33 @@ class SchedulerService:
         elif record.state.terminal or record.state.queued:
             self.accountant.stop(record.id, record.end_time or self.clock.now())
 
-    def _reconcile_accounting(self, state: FederationState) -> None:
-        """A saved accounting can trail the jobs: stop runs that ended while no leader was counting."""
+    async def _take_over(self) -> None:
+        """Lead from the warm state: the accounting the last leader saved, brought up to the jobs."""
+        assert self.state is not None
+        await self.sync()  # the state holds every write the last leader made before its lease ran out
+        await self.accountant.load(self.store)
+        for job_id, entry in self.state.entries.items():
+            if entry.state is JobState.RUNNING and entry.started_at is not None:
+                info = entry.info
+                self.accountant.start(job_id, info.tenant, info.queue, entry.cluster, held_by(info), entry.started_at)
+        await self._reconcile_accounting(self.state)
+        self.leading = True
+        log.info("took over as leader", jobs=len(self.state.entries), pending=len(self.state.pending))
+
+    def stand_by(self) -> None:
+        """Not the leader (any more): keep following, stop counting usage (the leader saves it)."""
+        if self.leading:
+            log.warning("no longer the leader; standing by")
+        self.leading = False
+
+    async def _reconcile_accounting(self, state: FederationState) -> None:
+        """A saved accounting can trail the jobs: stop runs that ended while no leader was counting,
+        at their recorded end (now, for a job no longer in the store)."""
         running = {job_id for job_id, entry in state.entries.items() if entry.state is JobState.RUNNING}
         for job_id in self.accountant.running() - running:
-            self.accountant.stop(job_id, self.clock.now())
+            stored = await self.store.get(keys.job(job_id))
+            end = JobRecord.from_bytes(stored.value).end_time if stored is not None else None
+            self.accountant.stop(job_id, end or self.clock.now())
 
     def _fence(self) -> Any:
         return self.election.fence()
@@ -223,22 +253,34 @@ class SchedulerService:
         while not stop.is_set():
             self._wake.clear()  # what happens during the cycle wakes the next one
             try:
-                if await self.election.try_acquire():
-                    if self.state is None:
-                        await self.load()
-                    await self.cycle()
-                else:
-                    await self._step_down()
-            except Deposed:
-                log.warning("deposed while committing; stepping down")
-                await self._step_down()
+                await self.step()
             except StoreError as exc:
                 log.warning("store error in scheduler loop", error=str(exc))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wait(stop), timeout=self.config.cycle_period)
             await asyncio.sleep(DEBOUNCE)  # let a burst of submits or reports land in one cycle
-        await self._step_down()
-        await self.election.resign()
+        await self.close()
+
+    async def step(self) -> CyclePlan | None:
+        """One turn: follow the store, and if this replica leads, one cycle (its plan is returned)."""
+        await self.follow()
+        if not await self.lead():
+            return None
+        try:
+            return await self.cycle()
+        except Deposed:
+            log.warning("deposed while committing")
+            self.stand_by()
+            return None
+
+    async def lead(self) -> bool:
+        """Take or keep the lease; True when this replica leads (taking over if it just won)."""
+        if not await self.election.try_acquire():
+            self.stand_by()
+            return False
+        if not self.leading:
+            await self._take_over()
+        return True
 
     async def _wait(self, stop: asyncio.Event) -> None:
         waiters = [asyncio.create_task(stop.wait()), asyncio.create_task(self._wake.wait())]
@@ -248,21 +290,23 @@ class SchedulerService:
             for waiter in waiters:
                 waiter.cancel()
 
-    async def _step_down(self) -> None:
+    async def close(self) -> None:
+        """Stop following and hand the lease over at once."""
+        self.leading = False
         if self._watch is not None:
             self._watch.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._watch
             self._watch = None
         self.state = None
-        self._accounting_current = False
         for _revision, waiter in self._syncs:
             if not waiter.done():
-                waiter.set_exception(NotLeading("this scheduler stepped down before the write arrived"))
+                waiter.set_exception(NotFollowing("this scheduler was closed before the write arrived"))
         self._syncs = []
+        await self.election.resign()
 
     async def cycle(self) -> CyclePlan:
-        assert self.state is not None and self.committer is not None
+        assert self.state is not None and self.committer is not None and self.leading
         now = self.clock.now()
         await self._requeue_lost(now)
         plan = self.scheduler.plan(self.state, self.accountant.usage(now), self._conf(now))

@@ -179,14 +179,14 @@ class FederationState:
         before = self._holding.pop(job_id, None)
         if before is not None:
             lane = (before.queue, before.tenant)
-            res.iadd(self.held[lane], _total(before), -1.0)
+            res.iadd(self.held[lane], held_by(before), -1.0)
             self._holders[lane] -= 1
             if not self._holders[lane]:
                 del self.held[lane], self._holders[lane]
         if info is not None:
             lane = (info.queue, info.tenant)
             self._holding[job_id] = info
-            res.iadd(self.held.setdefault(lane, {}), _total(info))
+            res.iadd(self.held.setdefault(lane, {}), held_by(info))
             self._holders[lane] = self._holders.get(lane, 0) + 1
 
     def set_report(self, name: str, time: float, report: ClusterReport) -> None:
@@ -318,7 +318,7 @@ def _show(resources: dict[str, float]) -> str:
     return ", ".join(f"{name}={amount:g}" for name, amount in sorted(resources.items()))
 
 
-def _total(info: JobInfo) -> Resources:
+def held_by(info: JobInfo) -> Resources:
     """What a job on a cluster holds: every task (the snapshot shows them all running)."""
     return res.total(t.resources for t in info.tasks)
 

@@ -95,9 +95,8 @@ class Harness:
         self.clock.advance(seconds)
         for agent in self.agents.values():
             await self._report(agent)
-        assert await self.service.election.try_acquire()  # acquires once, then renews the lease
-        if self.service.state is None:
-            await self.service.load()
+        await self.service.follow()
+        assert await self.service.lead()  # acquires once, then renews the lease
         await self.service.sync()
         await self.service.cycle()
         for _ in range(2):  # the assignment, then the agent's Running update
@@ -109,5 +108,4 @@ class Harness:
         return (await self.jobs.get(job_id)).record
 
     async def close(self) -> None:
-        await self.service._step_down()
-        await self.service.election.resign()
+        await self.service.close()

@@ -12,7 +12,7 @@ from federation import keys
 from federation.config import FederationConfig
 from federation.jobs import JobRepository, expand
 from federation.models import JobManifest, QueueTreeConfig
-from federation.scheduler.service import NotLeading, SchedulerService
+from federation.scheduler.service import NotFollowing, SchedulerService
 from federation.store import MemoryStore, StoreError, WatchEvent
 from policies.clock import ManualClock
 
@@ -37,8 +37,8 @@ async def leading(store: MemoryStore, clock: ManualClock) -> SchedulerService:
     tree = QueueTreeConfig.model_validate({"queues": [{"name": "a", "tenants": ["alice"]}]})
     await store.put(keys.QUEUES, tree.model_dump_json(by_alias=True).encode())
     service = SchedulerService(store, FederationConfig(), clock, save_every=float("inf"))
-    assert await service.election.try_acquire()
-    await service.load()
+    await service.follow()
+    assert await service.lead()
     return service
 
 
@@ -62,7 +62,7 @@ async def test_a_value_it_cannot_read_is_logged_and_skipped_and_the_watch_goes_o
     assert service.state is not None and job in service.state.entries
     assert "ghost" not in service.state.clusters
     assert [entry["key"] for entry in logs if entry["log_level"] == "error"] == [keys.report("ghost")]
-    await service._step_down()
+    await service.close()
 
 
 async def test_a_dead_watch_drops_the_state_until_a_reload() -> None:
@@ -76,15 +76,15 @@ async def test_a_dead_watch_drops_the_state_until_a_reload() -> None:
     job = await submit(store, clock, "while-the-watch-dies")
     await asyncio.wait_for(watch, GUARD)
     assert service.state is None  # not scheduled from while stale
-    with pytest.raises(NotLeading):
+    with pytest.raises(NotFollowing):
         await service.sync()  # no state at all: nothing to wait for
 
     store.broken = False
-    await service.load()
+    await service.follow()
     assert service.state is not None and job in service.state.entries
     assert service.accountant.usage().tenant_factor == {"alice": 3.0}  # the reload kept this leadership's accounting
     await asyncio.wait_for(service.sync(), GUARD)
-    await service._step_down()
+    await service.close()
 
 
 async def sync_across_a_dead_watch() -> tuple[FlakyStore, SchedulerService, asyncio.Future[None]]:
@@ -104,13 +104,13 @@ async def sync_across_a_dead_watch() -> tuple[FlakyStore, SchedulerService, asyn
 async def test_a_sync_waiting_when_the_watch_dies_returns_after_the_reload() -> None:
     store, service, waiting = await sync_across_a_dead_watch()
     store.broken = False
-    await service.load()
+    await service.follow()
     await asyncio.wait_for(waiting, GUARD)
-    await service._step_down()
+    await service.close()
 
 
-async def test_stepping_down_fails_a_waiting_sync_instead_of_leaving_it_hanging() -> None:
+async def test_closing_fails_a_waiting_sync_instead_of_leaving_it_hanging() -> None:
     _store, service, waiting = await sync_across_a_dead_watch()
-    await service._step_down()
-    with pytest.raises(NotLeading):
+    await service.close()
+    with pytest.raises(NotFollowing):
         await asyncio.wait_for(waiting, GUARD)
