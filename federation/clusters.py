@@ -1,6 +1,6 @@
 """The federation's side of the member-agent protocol: join, report handling, fencing, liveness.
 
-A report is applied update by update, each a CAS on the job guarded by (cluster, epoch): an update
+A report's updates are applied as CAS changes on the jobs, checked against (cluster, epoch): an update
 for a run the federation no longer considers current is refused and answered with a cancellation,
 so the agent kills it. No job can be advanced by two clusters, or twice by one.
 """
@@ -12,8 +12,8 @@ from typing import Any
 
 from federation import keys
 from federation.auth import Role, TokenStore
-from federation.jobs import Conflict, JobRepository, NotFound, StoredJob
-from federation.models import JobState
+from federation.jobs import Change, JobRepository, NotFound, StoredJob, commit_batched, prepare_transition
+from federation.models import JobRecord, JobState
 from federation.models.cluster import (
     Assignment,
     Cancellation,
@@ -25,7 +25,7 @@ from federation.models.cluster import (
     ReportReply,
     StatusUpdate,
 )
-from federation.store import Op, Store
+from federation.store import KeyValue, Op, Store, get_many
 from policies.clock import Clock
 
 _AGENT_TRANSITIONS: dict[JobState, frozenset[JobState]] = {
@@ -103,15 +103,17 @@ class ClusterService:
         await self.store.put(keys.report(name), LatestReport(time=now, report=report).to_bytes())
         cancellations: dict[tuple[str, int], Cancellation] = {}
         refused: list[dict[str, Any]] = []
-        for update in report.updates:
-            problem = await self._apply(name, update, now)
+        problems = await self._apply_all(name, report.updates, now)
+        for update, problem in zip(report.updates, problems, strict=True):
             if problem is not None:
                 refused.append({"job_id": update.job_id, "epoch": update.epoch, "reason": problem})
                 cancellations[(update.job_id, update.epoch)] = Cancellation(
                     job_id=update.job_id, epoch=update.epoch, reason=f"stale run: {problem}"
                 )
-        for job_id, epoch in report.known or ():
-            problem = await self._stale(name, job_id, epoch)
+        known = report.known or []
+        records = await get_many(self.store, [keys.job(job_id) for job_id, _ in known])
+        for (job_id, epoch), kv in zip(known, records, strict=True):
+            problem = _stale(name, kv, epoch)
             if problem is not None:
                 cancellations[(job_id, epoch)] = Cancellation(
                     job_id=job_id, epoch=epoch, reason=f"stale run: {problem}"
@@ -129,88 +131,136 @@ class ClusterService:
             state=ClusterState.CORDONED if record.cordoned else ClusterState.READY,
         )
 
-    async def _stale(self, name: str, job_id: str, epoch: int) -> str | None:
-        try:
-            job = (await self.jobs.get(job_id)).record
-        except NotFound:
-            return "job no longer exists"
-        if job.cluster != name or job.epoch != epoch:
-            return f"job is now epoch {job.epoch} on {job.cluster or 'no cluster'}"
-        if job.state.terminal or job.state.queued:
-            return f"job is {job.state.value}"
-        return None
+    async def _apply_all(self, name: str, updates: list[StatusUpdate], now: float) -> list[str | None]:
+        """Apply every update; returns each one's refusal (None: applied, or nothing to do).
+
+        A burst of starts or ends is thousands of updates, so they go in rounds of distinct jobs (one
+        job's updates stay in the order the agent sent them): each round reads its records and writes
+        its transitions in batched txns, and only a job that moved meanwhile takes the one-by-one path.
+        """
+        problems: list[str | None] = [None] * len(updates)
+        rounds: list[list[int]] = []
+        seen: dict[str, int] = {}
+        for i, update in enumerate(updates):
+            turn = seen.get(update.job_id, 0)
+            seen[update.job_id] = turn + 1
+            if turn == len(rounds):
+                rounds.append([])
+            rounds[turn].append(i)
+        for indices in rounds:
+            batch = [updates[i] for i in indices]
+            for i, problem in zip(indices, await self._apply_round(name, batch, now), strict=True):
+                problems[i] = problem
+        return problems
+
+    async def _apply_round(self, name: str, batch: list[StatusUpdate], now: float) -> list[str | None]:
+        records = await get_many(self.store, [keys.job(update.job_id) for update in batch])
+        cancelled = [update.job_id for update in batch if update.state is JobState.CANCELLED]
+        orders = await get_many(self.store, [keys.cancel(name, job_id) for job_id in cancelled])
+        order_of = dict(zip(cancelled, orders, strict=True))
+        problems: list[str | None] = []
+        planned: dict[int, Change] = {}
+        for i, (update, kv) in enumerate(zip(batch, records, strict=True)):
+            if kv is None:
+                problems.append("job no longer exists")
+                continue
+            stored = StoredJob(JobRecord.from_bytes(kv.value), kv.mod_revision)
+            problem, change = _plan(name, stored, update, now, order_of.get(update.job_id))
+            problems.append(problem)
+            if change is not None:
+                planned[i] = change
+        landed = {id(change) for change in await commit_batched(self.store, list(planned.values()))}
+        for i, change in planned.items():
+            if id(change) not in landed:  # the job moved since it was read: read it again and decide again
+                problems[i] = await self._apply(name, batch[i], now)
+        return problems
 
     async def _apply(self, name: str, update: StatusUpdate, now: float) -> str | None:
-        """Advance one job from an agent's update; returns why it was refused, or None."""
+        """Advance one job from an agent's update, re-reading it while it keeps changing."""
         for _ in range(5):
             try:
                 stored = await self.jobs.get(update.job_id)
             except NotFound:
                 return "job no longer exists"
-            job = stored.record
-            if job.cluster != name or job.epoch != update.epoch:
-                return f"job is now epoch {job.epoch} on {job.cluster or 'no cluster'}"
-            if job.state == update.state or (job.state.terminal and update.state.terminal):
-                return None
-            if job.state not in _AGENT_TRANSITIONS[update.state]:
-                return f"job is {job.state.value}; cannot become {update.state.value}"
-            try:
-                await self._transition(name, stored, update, now)
-                return None
-            except Conflict:
-                continue
+            cancelled = update.state is JobState.CANCELLED
+            order = await self.store.get(keys.cancel(name, update.job_id)) if cancelled else None
+            problem, change = _plan(name, stored, update, now, order)
+            if change is None or (await self.store.txn([change.guard], change.ops, [])).succeeded:
+                return problem
         return "job kept changing; will retry on the next report"
 
-    async def _transition(self, name: str, stored: StoredJob, update: StatusUpdate, now: float) -> None:
-        job = stored.record
-        cleanup = [Op.delete(keys.assignment(name, job.id))]
-        if update.state in (JobState.ADMITTED, JobState.RUNNING):
-            fields: dict[str, Any] = {}
-            if update.state is JobState.RUNNING:
-                fields["start_time"] = update.time
-            await self.jobs.transition(stored, update.state, now=now, reason=update.reason, extra_ops=cleanup, **fields)
-            return
-        cleanup.append(Op.delete(keys.cancel(name, job.id)))
-        order = await self.store.get(keys.cancel(name, job.id))
-        requeue = update.state is JobState.PENDING or (
-            update.state is JobState.CANCELLED and order is not None and json.loads(order.value).get("requeue", False)
-        )
-        if requeue:
-            await self.jobs.transition(
-                stored,
-                JobState.PENDING,
-                now=now,
-                reason=update.reason or "requeued by its cluster",
-                cluster="",
-                extra_ops=cleanup,
-                attempt=job.attempt + 1,
-                preemptions=job.preemptions + (update.state is JobState.CANCELLED),
-                cancel_requested=False,
-                start_time=None,
-            )
-            return
-        await self.jobs.transition(
-            stored,
-            update.state,
-            now=now,
-            reason=update.reason,
-            extra_ops=cleanup,
-            exit_code=update.exit_code,
-            end_time=update.time,
-            log_tail=update.log_tail,
-        )
-
     async def _assignments(self, name: str) -> list[Assignment]:
+        """Assignments for the jobs still Dispatched to this cluster; stale assignment keys are dropped."""
+        assigned = await self.store.range(keys.ASSIGNMENTS + name + "/")
+        records = await get_many(self.store, [keys.job(kv.key.rsplit("/", 1)[1]) for kv in assigned])
         assignments = []
-        for kv in await self.store.range(keys.ASSIGNMENTS + name + "/"):
-            job_id = kv.key.rsplit("/", 1)[1]
-            try:
-                job = (await self.jobs.get(job_id)).record
-            except NotFound:
-                await self.store.delete(kv.key)
-                continue
-            if job.cluster != name or job.state is not JobState.DISPATCHED:
+        for kv, record in zip(assigned, records, strict=True):
+            job = JobRecord.from_bytes(record.value) if record is not None else None
+            if job is None or job.cluster != name or job.state is not JobState.DISPATCHED:
                 await self.store.delete(kv.key)
                 continue
             assignments.append(Assignment.of(job))
         return assignments
+
+
+def _stale(name: str, kv: KeyValue | None, epoch: int) -> str | None:
+    """Why a run the agent holds (its record read here) is no longer this cluster's, if it is not."""
+    if kv is None:
+        return "job no longer exists"
+    job = JobRecord.from_bytes(kv.value)
+    if job.cluster != name or job.epoch != epoch:
+        return f"job is now epoch {job.epoch} on {job.cluster or 'no cluster'}"
+    if job.state.terminal or job.state.queued:
+        return f"job is {job.state.value}"
+    return None
+
+
+def _plan(
+    name: str, stored: StoredJob, update: StatusUpdate, now: float, order: KeyValue | None
+) -> tuple[str | None, Change | None]:
+    """The refusal of an agent's update, or the CAS change it makes (None for both: nothing to do).
+
+    ``order`` is the job's cancel order on this cluster, read for a Cancelled update only: a cancel
+    that reclaim asked for requeues the job instead of ending it.
+    """
+    job = stored.record
+    if job.cluster != name or job.epoch != update.epoch:
+        return f"job is now epoch {job.epoch} on {job.cluster or 'no cluster'}", None
+    if job.state == update.state or (job.state.terminal and update.state.terminal):
+        return None, None
+    if job.state not in _AGENT_TRANSITIONS[update.state]:
+        return f"job is {job.state.value}; cannot become {update.state.value}", None
+    cleanup = [Op.delete(keys.assignment(name, job.id))]
+    if update.state in (JobState.ADMITTED, JobState.RUNNING):
+        fields: dict[str, Any] = {}
+        if update.state is JobState.RUNNING:
+            fields["start_time"] = update.time
+        change = prepare_transition(stored, update.state, now=now, reason=update.reason, extra_ops=cleanup, **fields)
+        return None, change
+    cleanup.append(Op.delete(keys.cancel(name, job.id)))
+    requeue = update.state is JobState.PENDING or (
+        update.state is JobState.CANCELLED and order is not None and json.loads(order.value).get("requeue", False)
+    )
+    if requeue:
+        return None, prepare_transition(
+            stored,
+            JobState.PENDING,
+            now=now,
+            reason=update.reason or "requeued by its cluster",
+            cluster="",
+            extra_ops=cleanup,
+            attempt=job.attempt + 1,
+            preemptions=job.preemptions + (update.state is JobState.CANCELLED),
+            cancel_requested=False,
+            start_time=None,
+        )
+    return None, prepare_transition(
+        stored,
+        update.state,
+        now=now,
+        reason=update.reason,
+        extra_ops=cleanup,
+        exit_code=update.exit_code,
+        end_time=update.time,
+        log_tail=update.log_tail,
+    )

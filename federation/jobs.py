@@ -7,8 +7,9 @@ disagrees with the record.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,6 +118,56 @@ def prepare_transition(
     if (old.state, old.queue) != (new.state, new.queue):
         ops.append(Op.delete(keys.job_index(old.state.value, old.queue, old.id)))
     return Change(new, Compare.mod_revision(keys.job(old.id), "==", stored.revision), ops)
+
+
+class FenceFailed(Exception):
+    """A batched commit's fence no longer holds (another writer owns what it guarded)."""
+
+
+async def commit_batched(
+    store: Store,
+    changes: Sequence[Change],
+    *,
+    fence: Compare | None = None,
+    on_landed: Callable[[list[Change], int], None] | None = None,
+    in_flight: int = 4,
+) -> list[Change]:
+    """Commit CAS changes of distinct jobs in full txns, a few at once; returns those that landed.
+
+    A txn fails whole if one job moved since it was read, so a failed txn is retried change by change
+    and the others still land. ``fence`` joins every txn; if it fails, ``FenceFailed`` is raised and
+    nothing more is written. ``on_landed`` hears of each landed batch and its revision at once.
+    """
+    limit = store.max_txn_ops
+    batches: list[list[Change]] = [[]]
+    size = 0
+    for change in changes:
+        batch = batches[-1]
+        if batch and (size + len(change.ops) > limit or len(batch) + 2 > limit):
+            batches.append(batch := [])
+            size = 0
+        batch.append(change)
+        size += len(change.ops)
+    extra = [fence] if fence is not None else []
+
+    async def attempt(batch: list[Change]) -> bool:
+        result = await store.txn([*(change.guard for change in batch), *extra], [op for c in batch for op in c.ops], [])
+        if result.succeeded and on_landed is not None:
+            on_landed(batch, result.revision)
+        return result.succeeded
+
+    gate = asyncio.Semaphore(in_flight)
+
+    async def send(batch: list[Change]) -> list[Change]:
+        async with gate:
+            if await attempt(batch):
+                return batch
+            if fence is not None and not (await store.txn([fence], [], [])).succeeded:
+                raise FenceFailed("the fence no longer holds")
+            return [change for change in batch if len(batch) > 1 and await attempt([change])]
+
+    results = await asyncio.gather(*(send(batch) for batch in batches if batch))
+    return [change for landed in results for change in landed]
 
 
 class JobRepository:

@@ -7,16 +7,13 @@ still land; a failing fence means we are no longer leader and nothing is written
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 
 from federation import keys
-from federation.jobs import Change, StoredJob, cancel_op, prepare_transition, write_ops
+from federation.jobs import Change, FenceFailed, StoredJob, cancel_op, commit_batched, prepare_transition, write_ops
 from federation.models import JobRecord, JobState
 from federation.scheduler.state import Entry, FederationState
 from federation.store import Compare, Op, Store
-
-IN_FLIGHT = 4
 
 
 class Deposed(Exception):
@@ -34,46 +31,12 @@ class Committer:
         self.fence = fence
 
     async def commit(self, changes: Sequence[Change]) -> list[Change]:
-        """Write what can be written; returns the changes that landed (and applies them to the state).
-
-        Batches touch distinct jobs, so a few go to the store at once (etcd's throughput comes from
-        full txns in flight, not from one at a time).
-        """
-        limit = self.store.max_txn_ops
-        batches: list[list[Change]] = [[]]
-        size = 0
-        for change in changes:
-            batch = batches[-1]
-            if batch and (size + len(change.ops) > limit or len(batch) + 2 > limit):
-                batches.append(batch := [])
-                size = 0
-            batch.append(change)
-            size += len(change.ops)
-        gate = asyncio.Semaphore(IN_FLIGHT)
-
-        async def send(batch: list[Change]) -> list[Change]:
-            async with gate:
-                return await self._batch(batch)
-
-        results = await asyncio.gather(*(send(batch) for batch in batches if batch))
-        return [change for landed in results for change in landed]
-
-    async def _batch(self, batch: list[Change]) -> list[Change]:
-        fence = self.fence()
-        guards = [change.guard for change in batch] + ([fence] if fence is not None else [])
-        result = await self.store.txn(guards, [op for change in batch for op in change.ops], [])
-        if result.succeeded:
-            self._apply(batch, result.revision)
-            return batch
-        if fence is not None and not (await self.store.txn([fence], [], [])).succeeded:
-            raise Deposed("the leader key is no longer ours")
-        landed = []
-        for change in batch:
-            single = await self.store.txn([change.guard, *([fence] if fence is not None else [])], change.ops, [])
-            if single.succeeded:
-                self._apply([change], single.revision)
-                landed.append(change)
-        return landed
+        """Write what can be written under the leader's fence; returns the changes that landed, each
+        batch applied to the state as it lands (the watch then skips them)."""
+        try:
+            return await commit_batched(self.store, changes, fence=self.fence(), on_landed=self._apply)
+        except FenceFailed:
+            raise Deposed("the leader key is no longer ours") from None
 
     def _apply(self, changes: list[Change], revision: int) -> None:
         for change in changes:

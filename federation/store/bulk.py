@@ -1,12 +1,13 @@
-"""Bulk writes: etcd's throughput comes from full txns with a few in flight, not from single puts."""
+"""Bulk reads and writes: etcd's throughput comes from full txns with a few in flight, not from single
+requests one after another."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from federation.store.base import Store
-from federation.store.types import Op, TxnResult
+from federation.store.types import KeyValue, Op, TxnResult
 
 MAX_BATCH_BYTES = 1 << 20
 """Below etcd's 1.5 MiB request limit, with room for keys and framing."""
@@ -40,6 +41,23 @@ async def put_many(
         for task in pending:
             task.cancel()
     return revision or await store.revision()
+
+
+async def get_many(store: Store, keys: Sequence[str], *, in_flight: int = 4) -> list[KeyValue | None]:
+    """The values of ``keys`` (None where missing), in their order: reads in txns of up to
+    ``store.max_txn_ops`` gets, each txn at one revision (the whole set is not one snapshot)."""
+    if in_flight < 1:
+        raise ValueError("in_flight must be at least 1")
+    size = store.max_txn_ops
+    gate = asyncio.Semaphore(in_flight)
+
+    async def read(chunk: Sequence[str]) -> list[KeyValue | None]:
+        async with gate:
+            result = await store.txn((), [Op.get(key) for key in chunk])
+        return [value if isinstance(value, KeyValue) else None for value in result.responses]
+
+    chunks = await asyncio.gather(*(read(keys[i : i + size]) for i in range(0, len(keys), size)))
+    return [value for chunk in chunks for value in chunk]
 
 
 def _last_revision(done: set[asyncio.Task[TxnResult]]) -> int:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from federation import keys
 from federation.jobs import JobRepository
 from federation.models import JobState
@@ -127,6 +129,73 @@ async def test_cancel_of_a_running_job_reaches_its_agent(api: Api) -> None:
     await report(api, "east", east, updates=[{"job_id": job_id, "epoch": epoch, "time": 2.0, "state": "Cancelled"}])
     assert (await JobRepository(api.store).get(job_id)).record.state is JobState.CANCELLED
     assert (await report(api, "east", east))["cancellations"] == []
+
+
+async def submit_dispatched(api: Api, cluster: str, count: int) -> list[tuple[str, int]]:
+    jobs = []
+    for _ in range(count):
+        job_id = (await api.http.post("/v1/jobs", json=job_spec(), headers=api.auth("alice"))).json()["id"]
+        jobs.append((job_id, await dispatch(api, job_id, cluster)))
+    return jobs
+
+
+async def test_a_burst_of_updates_is_read_and_written_in_a_few_txns(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    east = await join(api, "east")
+    jobs = await submit_dispatched(api, "east", 20)
+    txns = 0
+    real_txn = api.store.txn
+
+    async def counted(*args: Any) -> Any:
+        nonlocal txns
+        txns += 1
+        return await real_txn(*args)
+
+    monkeypatch.setattr(api.store, "txn", counted)
+    updates = [{"job_id": j, "epoch": e, "time": 5.0, "state": "Running"} for j, e in jobs]
+    reply = await report(api, "east", east, updates=updates)
+    assert reply["refused"] == []
+    assert txns == 3  # the report's own put, then one txn reads the 20 records and one writes 20 transitions
+    records = [(await JobRepository(api.store).get(j)).record for j, _ in jobs]
+    assert {(r.state, r.start_time) for r in records} == {(JobState.RUNNING, 5.0)}
+
+
+async def test_a_job_that_moves_during_a_report_is_read_again_and_the_others_still_land(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    east = await join(api, "east")
+    jobs = await submit_dispatched(api, "east", 4)
+    moved = jobs[2][0]
+    repository = JobRepository(api.store)
+    real_txn = api.store.txn
+    interfered = False
+
+    async def interfering(compares: Any, success: Any, failure: Any = ()) -> Any:
+        nonlocal interfered
+        if len(compares) > 1 and not interfered:  # the report's batched write: a cancel request lands first
+            interfered = True
+            monkeypatch.setattr(api.store, "txn", real_txn)
+            await repository.update(await repository.get(moved), cancel_requested=True)
+            monkeypatch.setattr(api.store, "txn", interfering)
+        return await real_txn(compares, success, failure)
+
+    monkeypatch.setattr(api.store, "txn", interfering)
+    updates = [{"job_id": j, "epoch": e, "time": 5.0, "state": "Running"} for j, e in jobs]
+    reply = await report(api, "east", east, updates=updates)
+    assert interfered and reply["refused"] == []
+    records = {j: (await repository.get(j)).record for j, _ in jobs}
+    assert {r.state for r in records.values()} == {JobState.RUNNING}
+    assert [j for j, r in records.items() if r.cancel_requested] == [moved]  # the cancel request was kept
+
+
+async def test_one_jobs_updates_in_one_report_apply_in_order(api: Api) -> None:
+    east = await join(api, "east")
+    [(job_id, epoch)] = await submit_dispatched(api, "east", 1)
+    update = {"job_id": job_id, "epoch": epoch, "time": 5.0}
+    updates = [{**update, "state": "Admitted"}, {**update, "state": "Running"}, {**update, "state": "Succeeded"}]
+    reply = await report(api, "east", east, updates=updates)
+    assert reply["refused"] == []
+    job = (await api.http.get(f"/v1/jobs/{job_id}", headers=api.auth("alice"))).json()
+    assert [e["to"] for e in job["events"]] == ["Pending", "Dispatched", "Admitted", "Running", "Succeeded"]
 
 
 async def test_clusters_list_state_and_cordon(api: Api) -> None:

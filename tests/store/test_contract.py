@@ -17,6 +17,7 @@ from federation.store import (
     Op,
     Store,
     WatchEvent,
+    get_many,
     put_many,
 )
 
@@ -311,3 +312,18 @@ async def test_put_many_writes_everything_and_returns_the_last_revision(store: S
 
     assert revision == await store.revision()
     assert [kv.key for kv in await store.range("bulk/")] == [key for key, _ in items]
+
+
+async def test_get_many_reads_every_key_in_order_with_none_for_missing_ones(store: Store) -> None:
+    items = [(f"many/{i:04d}", f"value-{i}".encode()) for i in range(2 * DEFAULT_MAX_TXN_OPS + 7)]
+    await put_many(store, items)
+    keys = [key for key, _ in reversed(items)]
+    keys.insert(DEFAULT_MAX_TXN_OPS, "many/missing")  # one txn's gets straddle a missing key
+
+    found = await get_many(store, keys, in_flight=2)
+
+    assert len(found) == len(keys)
+    assert found[DEFAULT_MAX_TXN_OPS] is None
+    rest = found[:DEFAULT_MAX_TXN_OPS] + found[DEFAULT_MAX_TXN_OPS + 1 :]
+    assert [(kv.key, kv.value) for kv in rest if kv is not None] == list(reversed(items))
+    assert await get_many(store, []) == []
