@@ -154,6 +154,7 @@ class ClusterService:
         return problems
 
     async def _apply_round(self, name: str, batch: list[StatusUpdate], now: float) -> list[str | None]:
+        """Updates of distinct jobs: their records read in a few txns, their changes written in a few."""
         records = await get_many(self.store, [keys.job(update.job_id) for update in batch])
         cancelled = [update.job_id for update in batch if update.state is JobState.CANCELLED]
         orders = await get_many(self.store, [keys.cancel(name, job_id) for job_id in cancelled])
