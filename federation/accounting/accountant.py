@@ -201,15 +201,21 @@ class Accountant:
         return revision
 
     async def load(self, store: Store) -> None:
-        """Replace this accountant's state with the one saved in ``store`` (empty if none was)."""
-        self._reset()
+        """Replace this accountant's state with the one saved in ``store`` (empty if none was).
+
+        Everything is read before anything is replaced, so nothing else running meanwhile (the
+        scheduler applying job changes) ever sees a half-loaded accountant."""
         queues = await store.get(storage.QUEUES)
+        stored_runs = await store.range(storage.RUNS)
+        tenants = await store.range(storage.TENANTS)
+        histories = await store.range(keys.HISTORY)
+        self._reset()
         if queues is not None:
             doc = json.loads(queues.value)
             self._time = float(doc["t"])
             self._queues = {q: Meter.decode(m, self._queue_half_life(q)) for q, m in doc["q"].items()}
-        runs = {kv.key: json.loads(kv.value) for kv in await store.range(storage.RUNS)}
-        for kv in await store.range(storage.TENANTS):
+        runs = {kv.key: json.loads(kv.value) for kv in stored_runs}
+        for kv in tenants:
             tenant = kv.key.removeprefix(storage.TENANTS)
             doc = json.loads(kv.value)
             if doc["m"] is not None:
@@ -225,7 +231,7 @@ class Accountant:
                     self._runs[job_id] = Run(
                         tenant, queue, cluster, amounts, res.units(amounts, self.weights), float(started)
                     )
-        for kv in await store.range(keys.HISTORY):
+        for kv in histories:
             key, width, _ = storage.parse_history_key(kv.key)
             if key not in self._series:  # a save cut short: keep the usage, as an idle series
                 self._series[key] = Meter(None, self._time)

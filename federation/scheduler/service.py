@@ -39,7 +39,7 @@ from federation.scheduler.dispatch import (
     requeue_change,
 )
 from federation.scheduler.state import ON_CLUSTER, FederationState, held_by
-from federation.store import CompactedError, KeyValue, Store, StoreError, WatchEvent
+from federation.store import CompactedError, KeyValue, Store, StoreError, WatchEvent, get_many
 from policies.clock import Clock
 
 log = structlog.get_logger("fedq.scheduler")
@@ -100,7 +100,7 @@ class SchedulerService:
         for kv in snapshot.kvs:
             self._apply_kv(state, kv)
         if self.leading:
-            await self._reconcile_accounting(state)
+            self._reconcile_accounting(state, await self._recorded_ends(state))
         # The loaded state lives as long as the process follows the store: keep it out of the cyclic
         # collector's full passes, which would otherwise walk every pending job again and again.
         gc.freeze()
@@ -217,15 +217,19 @@ class SchedulerService:
             self.accountant.stop(record.id, record.end_time or self.clock.now())
 
     async def _take_over(self) -> None:
-        """Lead from the warm state: the accounting the last leader saved, brought up to the jobs."""
+        """Lead from the warm state: the accounting the last leader saved, brought up to the jobs.
+
+        The reads come first; the catch-up after them has no await, so no job change applied by the
+        watch can fall between the saved accounting and counting live."""
         assert self.state is not None
         await self.sync()  # the state holds every write the last leader made before its lease ran out
         await self.accountant.load(self.store)
+        ends = await self._recorded_ends(self.state)
         for job_id, entry in self.state.entries.items():
             if entry.state is JobState.RUNNING and entry.started_at is not None:
                 info = entry.info
                 self.accountant.start(job_id, info.tenant, info.queue, entry.cluster, held_by(info), entry.started_at)
-        await self._reconcile_accounting(self.state)
+        self._reconcile_accounting(self.state, ends)
         self.leading = True
         log.info("took over as leader", jobs=len(self.state.entries), pending=len(self.state.pending))
 
@@ -235,14 +239,23 @@ class SchedulerService:
             log.warning("no longer the leader; standing by")
         self.leading = False
 
-    async def _reconcile_accounting(self, state: FederationState) -> None:
-        """A saved accounting can trail the jobs: stop runs that ended while no leader was counting,
-        at their recorded end (now, for a job no longer in the store)."""
+    async def _recorded_ends(self, state: FederationState) -> dict[str, float]:
+        """When the runs the accountant counts but ``state`` has not running ended, as recorded."""
+        running = {job_id for job_id, entry in state.entries.items() if entry.state is JobState.RUNNING}
+        gone = sorted(self.accountant.running() - running)
+        ends = {}
+        for job_id, kv in zip(gone, await get_many(self.store, [keys.job(job_id) for job_id in gone]), strict=True):
+            end = JobRecord.from_bytes(kv.value).end_time if kv is not None else None
+            if end is not None:
+                ends[job_id] = end
+        return ends
+
+    def _reconcile_accounting(self, state: FederationState, ends: dict[str, float]) -> None:
+        """A saved accounting can trail the jobs: stop runs that ended while no leader was counting, at
+        their recorded end (now, for a job no longer in the store or one that ended since it was read)."""
         running = {job_id for job_id, entry in state.entries.items() if entry.state is JobState.RUNNING}
         for job_id in self.accountant.running() - running:
-            stored = await self.store.get(keys.job(job_id))
-            end = JobRecord.from_bytes(stored.value).end_time if stored is not None else None
-            self.accountant.stop(job_id, end or self.clock.now())
+            self.accountant.stop(job_id, ends.get(job_id, self.clock.now()))
 
     def _fence(self) -> Any:
         return self.election.fence()

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from federation import keys
+from federation.jobs import JobRepository
 from federation.models import JobState
 from federation.scheduler.service import SchedulerService
+from federation.store import Compare, Op, Store
 from tests.scheduler.conftest import HarnessFactory
+from tests.scheduler.harness import Harness
 
 QUEUES = {"queues": [{"name": "a"}]}
 CPU4 = [{"count": 1, "resources": {"cpu": 4}}]
@@ -40,5 +47,59 @@ async def test_a_standby_follows_and_takes_over_from_its_warm_state(make_harness
 
         assert await h.service.step() is None  # the old leader finds the lease taken and stands by
         assert not h.service.leading and h.service.state is not None
+    finally:
+        await standby.close()
+
+
+class Interposer:
+    """The store, with a hook run before a txn that reads ``key`` (the stand-by's catch-up reads)."""
+
+    def __init__(self, store: Store, key: str, before: Callable[[], Awaitable[None]]) -> None:
+        self.store = store
+        self.key = key
+        self.before: Callable[[], Awaitable[None]] | None = before
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def txn(self, compares: Sequence[Compare], success: Sequence[Op], failure: Sequence[Op] = ()) -> Any:
+        if self.before is not None and any(op.kind == "get" and op.key == self.key for op in success):
+            before, self.before = self.before, None
+            await before()
+        return await self.store.txn(compares, success, failure)
+
+
+async def end(h: Harness, job_id: str) -> None:
+    """The job's end reaches the store, as its agent's report would write it."""
+    jobs = JobRepository(h.store)
+    await jobs.transition(await jobs.get(job_id), JobState.SUCCEEDED, now=h.clock.now(), end_time=h.clock.now())
+
+
+async def test_a_job_ending_while_the_new_leader_catches_up_is_not_counted_as_running(
+    make_harness: HarnessFactory,
+) -> None:
+    h = await make_harness({}, QUEUES)
+    await h.join("c1", CPU4)
+    ended_unsaved = await h.submit("t", cpu=1, runtime=1000)
+    ends_meanwhile = await h.submit("t", cpu=1, runtime=1000)
+    await h.tick()
+    await h.tick()  # both run, and the leader's cycle saves its accounting with them running
+    standby: SchedulerService | None = None
+
+    async def meanwhile() -> None:  # while the new leader reads what it needs to catch up
+        assert standby is not None
+        await end(h, ends_meanwhile)
+        await standby.sync()
+
+    store = Interposer(h.store, keys.job(ended_unsaved), meanwhile)
+    standby = SchedulerService(store, h.config, h.clock)
+    try:
+        await standby.step()
+        await end(h, ended_unsaved)  # after the last save: the saved accounting still counts it
+        await h.service.election.resign()
+        await standby.sync()
+        assert await standby.step() is not None and standby.leading
+        assert store.before is None  # the job ended while the new leader read the other one's record
+        assert standby.accountant.running() == set()
     finally:
         await standby.close()
