@@ -22,6 +22,13 @@ def _seconds(value: Any) -> float:
     return seconds
 
 
+def _positive_seconds(value: Any) -> float:
+    seconds = _seconds(value)
+    if seconds <= 0:
+        raise ValueError(f"must be a positive duration, e.g. 90s, 5m or 7d (got {value!r})")
+    return seconds
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -34,10 +41,7 @@ class FairShareConfig(_Section):
     @field_validator("half_life", mode="before")
     @classmethod
     def _half_life(cls, value: Any) -> float:
-        seconds = _seconds(value)
-        if seconds <= 0:
-            raise ValueError("halfLife must be positive")
-        return seconds
+        return _positive_seconds(value)
 
 
 class ReservationConfig(_Section):
@@ -78,6 +82,18 @@ class ReclaimConfig(_Section):
         return _seconds(value)
 
 
+class StoreUpkeepConfig(_Section):
+    """What the leader does to keep the store from growing without bound."""
+
+    compact_every: float = Field(300.0, alias="compactEvery")
+    keep_finished: float = Field(7 * 86400.0, alias="keepFinished")
+
+    @field_validator("compact_every", "keep_finished", mode="before")
+    @classmethod
+    def _durations(cls, value: Any) -> float:
+        return _positive_seconds(value)
+
+
 class ApiLimits(_Section):
     max_body_bytes: int = Field(8 * 1024 * 1024, alias="maxBodyBytes", gt=0)
     max_jobs_per_request: int = Field(10_000, alias="maxJobsPerRequest", gt=0)
@@ -97,6 +113,7 @@ class FederationConfig(_Section):
     cluster: ClusterLivenessConfig = Field(default_factory=ClusterLivenessConfig)
     reclaim: ReclaimConfig = Field(default_factory=ReclaimConfig)
     api: ApiLimits = Field(default_factory=ApiLimits)
+    store: StoreUpkeepConfig = Field(default_factory=StoreUpkeepConfig)
 
     @field_validator("accounting_save_every", mode="before")
     @classmethod
@@ -106,10 +123,7 @@ class FederationConfig(_Section):
     @field_validator("cycle_period", mode="before")
     @classmethod
     def _period(cls, value: Any) -> float:
-        seconds = _seconds(value)
-        if seconds <= 0:
-            raise ValueError("cyclePeriod must be positive")
-        return seconds
+        return _positive_seconds(value)
 
 
 def load_yaml_file(path: str | Path) -> Any:

@@ -11,7 +11,7 @@ import asyncio
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from federation import keys
 from federation.ids import new_job_id
@@ -124,14 +124,27 @@ class FenceFailed(Exception):
     """A batched commit's fence no longer holds (another writer owns what it guarded)."""
 
 
+class Guarded(Protocol):
+    """A write that lands only if its guard holds: a job's ``Change``, or any other CAS write."""
+
+    @property
+    def guard(self) -> Compare: ...
+
+    @property
+    def ops(self) -> list[Op]: ...
+
+
+W = TypeVar("W", bound=Guarded)
+
+
 async def commit_batched(
     store: Store,
-    changes: Sequence[Change],
+    changes: Sequence[W],
     *,
     fence: Compare | None = None,
-    on_landed: Callable[[list[Change], int], None] | None = None,
+    on_landed: Callable[[list[W], int], None] | None = None,
     in_flight: int = 4,
-) -> list[Change]:
+) -> list[W]:
     """Commit CAS changes of distinct jobs in full txns, a few at once; returns those that landed.
 
     A txn fails whole if one job moved since it was read, so a failed txn is retried change by change
@@ -139,7 +152,7 @@ async def commit_batched(
     nothing more is written. ``on_landed`` hears of each landed batch and its revision at once.
     """
     limit = store.max_txn_ops
-    batches: list[list[Change]] = [[]]
+    batches: list[list[W]] = [[]]
     size = 0
     for change in changes:
         batch = batches[-1]
@@ -150,7 +163,7 @@ async def commit_batched(
         size += len(change.ops)
     extra = [fence] if fence is not None else []
 
-    async def attempt(batch: list[Change]) -> bool:
+    async def attempt(batch: list[W]) -> bool:
         result = await store.txn([*(change.guard for change in batch), *extra], [op for c in batch for op in c.ops], [])
         if result.succeeded and on_landed is not None:
             on_landed(batch, result.revision)
@@ -158,7 +171,7 @@ async def commit_batched(
 
     gate = asyncio.Semaphore(in_flight)
 
-    async def send(batch: list[Change]) -> list[Change]:
+    async def send(batch: list[W]) -> list[W]:
         async with gate:
             if await attempt(batch):
                 return batch

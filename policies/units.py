@@ -53,3 +53,12 @@ def parse_duration(value: str | int | float) -> float:
     if pos != len(text) or pos == 0:
         raise ValueError(f"invalid duration {value!r}: expected e.g. '90s', '2h', '1h30m', '1d'")
     return total
+
+
+def format_duration(seconds: float) -> str:
+    """The shortest spelling ``parse_duration`` reads back exactly: 604800 -> '7d', 5400 -> '90m'."""
+    for unit in ("d", "h", "m", "s"):
+        size = _DURATION_UNITS[unit]
+        if seconds >= size and (seconds / size).is_integer():
+            return f"{seconds / size:.0f}{unit}"
+    return f"{seconds:f}".rstrip("0").rstrip(".") + "s"

@@ -14,6 +14,7 @@ from federation.auth import Principal, Role
 from federation.explain import explain
 from federation.jobs import Conflict, NotFound, StoredJob, cancel_op, expand
 from federation.models import JobManifest, JobRecord, JobState, QueueTree
+from policies.units import format_duration
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -118,7 +119,8 @@ async def _owned(state: State, who: Principal, job_id: str) -> StoredJob:
     try:
         stored = await state.jobs.get(job_id)
     except NotFound:
-        raise ApiError(404, f"job {job_id!r} not found") from None
+        kept = format_duration(state.config.store.keep_finished)
+        raise ApiError(404, f"job {job_id!r} not found (finished jobs are removed {kept} after they end)") from None
     if who.role is Role.TENANT and stored.record.tenant != who.name:
         raise ApiError(403, f"job {job_id!r} belongs to another tenant")
     if who.role not in (Role.TENANT, Role.ADMIN):

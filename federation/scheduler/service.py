@@ -4,8 +4,8 @@ Every replica loads the store once (one snapshot), then follows a watch from the
 revision, so every change is applied incrementally and none is missed. Only the leader schedules;
 the others stand by with the state warm, so a takeover costs the lease's expiry, not a reload of
 every job. Each cycle the leader requeues jobs of lost clusters, plans, and commits dispatches,
-reservations, Unschedulable marks and reclaim requests, then publishes what ``fedq explain`` needs
-under ``status/scheduler``.
+reservations, Unschedulable marks and reclaim requests, publishes what ``fedq explain`` needs
+under ``status/scheduler``, and keeps the store bounded (``upkeep``).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from federation.scheduler.dispatch import (
     requeue_change,
 )
 from federation.scheduler.state import ON_CLUSTER, FederationState, held_by
+from federation.scheduler.upkeep import StoreUpkeep
 from federation.store import CompactedError, KeyValue, Store, StoreError, WatchEvent, get_many
 from policies.clock import Clock
 
@@ -68,6 +69,7 @@ class SchedulerService:
         self.clock = clock
         self.election = LeaderElection(store, ttl=leader_ttl, identity=identity)
         self.scheduler = GlobalScheduler(config, clock)
+        self.upkeep = StoreUpkeep(store, config.store, clock)
         self.state: FederationState | None = None
         self.committer: Committer | None = None
         self.last_plan: CyclePlan | None = None
@@ -341,6 +343,7 @@ class SchedulerService:
         if now - self._saved_at >= self.save_every:
             await self.accountant.save(self.store)
             self._saved_at = now
+        await self.upkeep.run(self.state)
         self.last_plan = plan
         return plan
 

@@ -7,6 +7,7 @@ simulator feeds it directly: both then run the same cycle over ``snapshot()``.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 from federation.models import JobRecord, JobState, QueueTree
@@ -94,6 +95,9 @@ class FederationState:
         self._holders: dict[tuple[str, str], int] = {}
         self._holding: dict[str, JobInfo] = {}
         self._never_fits: dict[str, tuple[int, str | None]] = {}
+        # Finished jobs still in the store, by end time: (ended, id, revision, state, queue), for the
+        # leader to delete once they are past their retention.
+        self.finished: list[tuple[float, str, int, str, str]] = []
 
     # ---- jobs --------------------------------------------------------------------------------
 
@@ -104,6 +108,8 @@ class FederationState:
             return
         if record.state.terminal:
             self.remove_job(record.id)
+            ended = record.end_time if record.end_time is not None else _last_change(record)
+            heapq.heappush(self.finished, (ended, record.id, revision, record.state.value, record.queue))
             return
         stays_queued = False
         kept: JobInfo | None = None
@@ -243,6 +249,14 @@ class FederationState:
             return f"the gang needs {_show(need)} at once: more than any matching cluster has"
         return None
 
+    def finished_before(self, time: float) -> list[tuple[str, int, str, str]]:
+        """Take the finished jobs that ended before ``time``: (id, revision, state, queue) each."""
+        due = []
+        while self.finished and self.finished[0][0] < time:
+            _, job_id, revision, state, queue = heapq.heappop(self.finished)
+            due.append((job_id, revision, state, queue))
+        return due
+
     def lost_clusters(self, now: float, after: float) -> list[str]:
         return [v.name for v in self.clusters.values() if v.report_time is None or now - v.report_time > after]
 
@@ -306,6 +320,10 @@ class FederationState:
             entry.started_at,
         )
         return entry.running
+
+
+def _last_change(record: JobRecord) -> float:
+    return record.events[-1].time if record.events else record.submit_time
 
 
 def _shapes(nodes: list[NodeReport]) -> tuple[object, ...]:

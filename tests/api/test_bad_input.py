@@ -125,7 +125,7 @@ CASES: list[tuple[str, str | None, str, str, Any, int, str]] = [
     ),
     ("tenant-makes-tokens", "alice", "POST", "/v1/tenants/alice/tokens", None, 403, "needs an admin token"),
     ("bad-tenant-name", "admin", "POST", "/v1/tenants/Not%20OK/tokens", None, 422, "invalid tenant name"),
-    ("unknown-job", "alice", "GET", "/v1/jobs/nosuchjob", None, 404, "job 'nosuchjob' not found"),
+    ("unknown-job", "alice", "GET", "/v1/jobs/nosuchjob", None, 404, "not found (finished jobs are removed 7d after"),
     ("bad-state-filter", "alice", "GET", "/v1/jobs?state=Sleeping", None, 422, "state"),
     ("list-other-tenant", "alice", "GET", "/v1/jobs?tenant=bob", None, 403, "cannot list jobs of tenant 'bob'"),
 ]

@@ -1,0 +1,58 @@
+"""The leader keeps the store from growing without bound.
+
+Finished jobs leave the store once they have been finished for ``store.keepFinished`` (their usage
+stays in the accounting history; their records and index entries go). etcd keeps every old version
+of every key until its history is compacted, and each job's transitions rewrite its record, so the
+leader also compacts etcd's history every ``store.compactEvery`` to the revision it saw one period
+before, as the Kubernetes API server does: watchers more than a period behind reload.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import structlog
+
+from federation import keys
+from federation.config import StoreUpkeepConfig
+from federation.jobs import commit_batched
+from federation.scheduler.state import FederationState
+from federation.store import Compare, Op, Store
+from policies.clock import Clock
+
+log = structlog.get_logger("fedq.upkeep")
+
+
+@dataclass(frozen=True)
+class Removal:
+    """A finished job's record and index entry, deleted only if the record is still the one seen."""
+
+    guard: Compare
+    ops: list[Op]
+
+
+class StoreUpkeep:
+    def __init__(self, store: Store, config: StoreUpkeepConfig, clock: Clock) -> None:
+        self.store = store
+        self.config = config
+        self.clock = clock
+        self._mark: tuple[float, int] | None = None  # (time, revision) the next compaction goes back to
+
+    async def run(self, state: FederationState) -> None:
+        """Whatever is due: cheap when nothing is (a heap peek and a clock read)."""
+        now = self.clock.now()
+        due = state.finished_before(now - self.config.keep_finished)
+        if due:
+            removals = [
+                Removal(
+                    Compare.mod_revision(keys.job(job_id), "==", revision),
+                    [Op.delete(keys.job(job_id)), Op.delete(keys.job_index(job_state, queue, job_id))],
+                )
+                for job_id, revision, job_state, queue in due
+            ]
+            removed = await commit_batched(self.store, removals)
+            log.info("finished jobs past their retention removed", jobs=len(removed))
+        if self._mark is None or now - self._mark[0] >= self.config.compact_every:
+            if self._mark is not None:
+                await self.store.compact(self._mark[1])
+            self._mark = (now, await self.store.revision())
