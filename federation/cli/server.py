@@ -13,6 +13,7 @@ from federation.api.app import create_app
 from federation.cli.output import errors
 from federation.config import load_federation_config, load_yaml_file
 from federation.models import QueueTreeConfig
+from federation.scheduler.metrics import SchedulerMetrics
 from federation.scheduler.service import SchedulerService
 from federation.store import open_store
 from policies.clock import SystemClock
@@ -47,7 +48,7 @@ async def serve(args: argparse.Namespace) -> None:
     stop = asyncio.Event()
     scheduler = None
     if not args.no_scheduler:
-        service = SchedulerService(store, config, clock)
+        service = SchedulerService(store, config, clock, metrics=SchedulerMetrics(app.state.fedq.metrics.registry))
         app.state.scheduler = service
         scheduler = asyncio.create_task(service.run(stop))
     try:

@@ -15,6 +15,7 @@ import contextlib
 import gc
 import json
 from collections import deque
+from time import perf_counter
 from typing import Any
 
 import structlog
@@ -38,6 +39,7 @@ from federation.scheduler.dispatch import (
     reclaim_change,
     requeue_change,
 )
+from federation.scheduler.metrics import SchedulerMetrics
 from federation.scheduler.state import ON_CLUSTER, FederationState, held_by
 from federation.scheduler.upkeep import StoreUpkeep
 from federation.store import CompactedError, KeyValue, Store, StoreError, WatchEvent, get_many
@@ -63,6 +65,7 @@ class SchedulerService:
         identity: str | None = None,
         leader_ttl: float = 5.0,
         save_every: float | None = None,
+        metrics: SchedulerMetrics | None = None,
     ) -> None:
         self.store = store
         self.config = config
@@ -70,6 +73,7 @@ class SchedulerService:
         self.election = LeaderElection(store, ttl=leader_ttl, identity=identity)
         self.scheduler = GlobalScheduler(config, clock)
         self.upkeep = StoreUpkeep(store, config.store, clock)
+        self.metrics = metrics if metrics is not None else SchedulerMetrics()
         self.state: FederationState | None = None
         self.committer: Committer | None = None
         self.last_plan: CyclePlan | None = None
@@ -240,6 +244,7 @@ class SchedulerService:
         if self.leading:
             log.warning("no longer the leader; standing by")
         self.leading = False
+        self.metrics.leader.set(0)
 
     async def _recorded_ends(self, state: FederationState) -> dict[str, float]:
         """When the runs the accountant counts but ``state`` has not running ended, as recorded."""
@@ -295,6 +300,7 @@ class SchedulerService:
             return False
         if not self.leading:
             await self._take_over()
+        self.metrics.leader.set(1)
         return True
 
     async def _wait(self, stop: asyncio.Event) -> None:
@@ -308,6 +314,7 @@ class SchedulerService:
     async def close(self) -> None:
         """Stop following and hand the lease over at once."""
         self.leading = False
+        self.metrics.leader.set(0)
         if self._watch is not None:
             self._watch.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -322,30 +329,69 @@ class SchedulerService:
 
     async def cycle(self) -> CyclePlan:
         assert self.state is not None and self.committer is not None and self.leading
+        started = perf_counter()
         now = self.clock.now()
         await self._requeue_lost(now)
         plan = self.scheduler.plan(self.state, self.accountant.usage(now), self._conf(now))
-        changes: list[Change] = []
+        dispatches: list[Change] = []
         for job_id, cluster in plan.dispatches:
             entry = self.state.entries.get(job_id)
             if entry is not None and entry.state.queued:
-                changes.append(dispatch_change(entry, cluster, now))
-        changes += self._marks(plan, now)
+                dispatches.append(dispatch_change(entry, cluster, now))
+        evictions: list[Change] = []
         for job_id, _cluster, reason in plan.evictions:
             entry = self.state.entries.get(job_id)
             if entry is not None and entry.state in ON_CLUSTER:
-                changes.append(reclaim_change(entry, reason))
+                evictions.append(reclaim_change(entry, reason))
                 self._evictions.append(now)
-        await self._commit(changes)
+        landed = {id(change) for change in await self._commit([*dispatches, *self._marks(plan, now), *evictions])}
         if len(plan.dispatches) >= self.config.dispatch_per_cycle:
             self._wake.set()  # a deep backlog: the next cycle starts at once
         await self._publish(plan, now)
         if now - self._saved_at >= self.save_every:
             await self.accountant.save(self.store)
             self._saved_at = now
-        await self.upkeep.run(self.state)
+        removed, compacted = await self.upkeep.run(self.state)
         self.last_plan = plan
+        self._observe(
+            plan,
+            now,
+            perf_counter() - started,
+            [c for c in dispatches if id(c) in landed],
+            [c for c in evictions if id(c) in landed],
+            removed,
+            compacted,
+        )
         return plan
+
+    def _observe(
+        self,
+        plan: CyclePlan,
+        now: float,
+        seconds: float,
+        dispatched: list[Change],
+        evicted: list[Change],
+        removed: int,
+        compacted: bool,
+    ) -> None:
+        assert self.state is not None
+        metrics = self.metrics
+        metrics.cycle_seconds.observe(seconds)
+        metrics.plan_seconds.observe(plan.seconds)
+        for change in dispatched:
+            metrics.dispatched.labels(cluster=change.record.cluster).inc()
+        for change in evicted:
+            metrics.evicted.labels(cluster=change.record.cluster).inc()
+        metrics.pending.set(len(self.state.pending))
+        metrics.reservations.set(len(plan.reservations))
+        metrics.unschedulable.set(len(plan.unschedulable))
+        metrics.report_age.clear()  # clusters that left take their series with them
+        for view in self.state.clusters.values():
+            if view.report_time is not None:
+                metrics.report_age.labels(cluster=view.name).set(now - view.report_time)
+        metrics.finished_removed.inc(removed)
+        if compacted:
+            metrics.compactions.inc()
 
     def _conf(self, now: float) -> Any:
         """Reclaim's eviction budget is what is left of this minute's allowance."""
@@ -378,15 +424,18 @@ class SchedulerService:
 
     async def _requeue_lost(self, now: float) -> None:
         assert self.state is not None and self.committer is not None
-        changes = []
+        changes: dict[int, tuple[str, Change]] = {}
         for name in self.state.lost_clusters(now, self.config.cluster.requeue_after):
             view = self.state.clusters[name]
             for job_id in list(view.jobs):
                 entry = self.state.entries.get(job_id)
                 if entry is not None and entry.state in ON_CLUSTER:
-                    changes.append(requeue_change(entry, now, f"requeued: cluster {name} lost"))
+                    change = requeue_change(entry, now, f"requeued: cluster {name} lost")
+                    changes[id(change)] = (name, change)
         if changes:
-            landed = await self._commit(changes)
+            landed = await self._commit([change for _, change in changes.values()])
+            for change in landed:
+                self.metrics.requeued.labels(cluster=changes[id(change)][0]).inc()
             log.warning("requeued jobs of lost clusters", jobs=len(landed))
 
     async def _commit(self, changes: list[Change]) -> list[Change]:

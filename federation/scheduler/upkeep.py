@@ -38,10 +38,12 @@ class StoreUpkeep:
         self.clock = clock
         self._mark: tuple[float, int] | None = None  # (time, revision) the next compaction goes back to
 
-    async def run(self, state: FederationState) -> None:
-        """Whatever is due: cheap when nothing is (a heap peek and a clock read)."""
+    async def run(self, state: FederationState) -> tuple[int, bool]:
+        """Whatever is due: cheap when nothing is (a heap peek and a clock read). Returns how many
+        finished jobs were removed and whether the history was compacted."""
         now = self.clock.now()
         due = state.finished_before(now - self.config.keep_finished)
+        removed: list[Removal] = []
         if due:
             removals = [
                 Removal(
@@ -52,7 +54,10 @@ class StoreUpkeep:
             ]
             removed = await commit_batched(self.store, removals)
             log.info("finished jobs past their retention removed", jobs=len(removed))
+        compacted = False
         if self._mark is None or now - self._mark[0] >= self.config.compact_every:
             if self._mark is not None:
                 await self.store.compact(self._mark[1])
+                compacted = True
             self._mark = (now, await self.store.revision())
+        return len(removed), compacted

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 
-from federation.launcher import ServerProcess
+from federation.launcher import ServerProcess, wait_until
 from federation.store import EtcdServer
 from tests.e2e.support import ADMIN_TOKEN, REPO, cli, cli_json
 
@@ -44,6 +45,12 @@ def test_cli_round_trip_and_restart_keeps_acknowledged_jobs(tmp_path: Path) -> N
 
             table = cli("jobs", token=alice, server=server.url).stdout
             assert first in table and "hello" in table
+
+            def scraped() -> str | None:  # the scheduler's metrics share the API's /metrics
+                text = httpx.get(f"{server.url}/metrics", timeout=10).text
+                return text if "fedq_scheduler_leader 1.0" in text else None
+
+            assert "fedq_scheduler_cycle_seconds_count" in wait_until(scraped, 30, "the scheduler's metrics")
 
             bob = cli_json("token", "create", "--tenant", "bob", token=ADMIN_TOKEN, server=server.url)["token"]
             refused = cli("cancel", first, token=bob, server=server.url, check=False)

@@ -1,0 +1,46 @@
+"""What the scheduler tells Prometheus: who leads, how long cycles take, what they start and stop,
+how deep the queue is and how fresh each cluster's report is (on the API server's ``/metrics``)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+CYCLE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class SchedulerMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self.leader = Gauge("fedq_scheduler_leader", "1 while this replica leads (schedules), else 0", registry=r)
+        self.cycle_seconds = Histogram(
+            "fedq_scheduler_cycle_seconds", "A leader cycle: plan, commit, publish", buckets=CYCLE_BUCKETS, registry=r
+        )
+        self.plan_seconds = Histogram(
+            "fedq_scheduler_plan_seconds",
+            "Planning within a cycle (the policy session)",
+            buckets=CYCLE_BUCKETS,
+            registry=r,
+        )
+        self.dispatched = Counter("fedq_scheduler_dispatched", "Jobs dispatched to a cluster", ["cluster"], registry=r)
+        self.evicted = Counter(
+            "fedq_scheduler_evictions", "Running jobs asked to stop and requeue (reclaim)", ["cluster"], registry=r
+        )
+        self.requeued = Counter(
+            "fedq_scheduler_lost_requeues", "Jobs requeued because their cluster went silent", ["cluster"], registry=r
+        )
+        self.pending = Gauge("fedq_scheduler_pending_jobs", "Jobs waiting in the global queue", registry=r)
+        self.reservations = Gauge("fedq_scheduler_reservations", "Jobs holding a reservation", registry=r)
+        self.unschedulable = Gauge(
+            "fedq_scheduler_unschedulable_jobs", "Jobs no joined cluster could ever hold", registry=r
+        )
+        self.report_age = Gauge(
+            "fedq_cluster_report_age_seconds",
+            "Seconds since the cluster's last capacity report",
+            ["cluster"],
+            registry=r,
+        )
+        self.finished_removed = Counter(
+            "fedq_store_finished_jobs_removed", "Finished jobs removed past store.keepFinished", registry=r
+        )
+        self.compactions = Counter("fedq_store_compactions", "Compactions of etcd's history", registry=r)
