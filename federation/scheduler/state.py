@@ -95,9 +95,12 @@ class FederationState:
         self._holders: dict[tuple[str, str], int] = {}
         self._holding: dict[str, JobInfo] = {}
         self._never_fits: dict[str, tuple[int, str | None]] = {}
-        # Finished jobs still in the store, by end time: (ended, id, revision, state, queue), for the
-        # leader to delete once they are past their retention.
-        self.finished: list[tuple[float, str, int, str, str]] = []
+        # Finished jobs still in the store (id -> ended, revision, state, queue), for the leader to
+        # delete once past their retention, and a heap by end time over them. A job leaves the map when
+        # its key is deleted; the heap drops such stale entries lazily, and is rebuilt when they are
+        # the most of it (a stand-by never pops it).
+        self.finished: dict[str, tuple[float, int, str, str]] = {}
+        self._finished_by_end: list[tuple[float, str]] = []
 
     # ---- jobs --------------------------------------------------------------------------------
 
@@ -109,7 +112,8 @@ class FederationState:
         if record.state.terminal:
             self.remove_job(record.id)
             ended = record.end_time if record.end_time is not None else _last_change(record)
-            heapq.heappush(self.finished, (ended, record.id, revision, record.state.value, record.queue))
+            self.finished[record.id] = (ended, revision, record.state.value, record.queue)
+            heapq.heappush(self._finished_by_end, (ended, record.id))
             return
         stays_queued = False
         kept: JobInfo | None = None
@@ -146,6 +150,9 @@ class FederationState:
                 _charge(view, entry)
 
     def remove_job(self, job_id: str) -> None:
+        if self.finished.pop(job_id, None) is not None and len(self._finished_by_end) > 2 * len(self.finished) + 64:
+            self._finished_by_end = [(ended, job) for job, (ended, *_) in self.finished.items()]
+            heapq.heapify(self._finished_by_end)
         entry = self.entries.pop(job_id, None)
         if entry is None:
             return
@@ -250,11 +257,15 @@ class FederationState:
         return None
 
     def finished_before(self, time: float) -> list[tuple[str, int, str, str]]:
-        """Take the finished jobs that ended before ``time``: (id, revision, state, queue) each."""
+        """Take the finished jobs that ended before ``time``: (id, revision, state, queue) each. They
+        stay in ``finished`` until their deletion arrives."""
         due = []
-        while self.finished and self.finished[0][0] < time:
-            _, job_id, revision, state, queue = heapq.heappop(self.finished)
-            due.append((job_id, revision, state, queue))
+        heap = self._finished_by_end
+        while heap and heap[0][0] < time:
+            ended, job_id = heapq.heappop(heap)
+            known = self.finished.get(job_id)
+            if known is not None and known[0] == ended:
+                due.append((job_id, known[1], known[2], known[3]))
         return due
 
     def lost_clusters(self, now: float, after: float) -> list[str]:
