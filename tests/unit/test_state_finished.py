@@ -10,22 +10,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from federation.models import JobRecord, JobSpecBody, JobState, TaskSpec
+from federation.models import JobRecord, JobState
 from federation.scheduler.state import FederationState
+from tests.unit.records import job_record
 
 
 def finished(job_id: str, ended: float) -> JobRecord:
-    spec = JobSpecBody(queue="q", tasks=[TaskSpec(name="t", resources={"cpu": 1.0})])
-    return JobRecord(
-        id=job_id,
-        name=job_id,
-        tenant="t",
-        queue="q",
-        spec=spec,
-        submit_time=0.0,
-        state=JobState.SUCCEEDED,
-        end_time=ended,
-    )
+    return job_record(job_id, [1.0], JobState.SUCCEEDED, end_time=ended)
 
 
 steps = st.lists(

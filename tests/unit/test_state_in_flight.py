@@ -11,26 +11,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from federation.models import JobRecord, JobSpecBody, JobState, TaskSpec
+from federation.models import JobState
 from federation.models.cluster import ClusterReport, NodeReport, RunningJob
 from federation.scheduler.state import FederationState
+from tests.unit.records import job_record
 
 CPU = 4.0
-
-
-def _record(job_id: str, cpus: list[float], state: JobState, cluster: str = "", epoch: int = 0) -> JobRecord:
-    spec = JobSpecBody(queue="q", tasks=[TaskSpec(name=f"t{i}", resources={"cpu": c}) for i, c in enumerate(cpus)])
-    return JobRecord(
-        id=job_id,
-        name=job_id,
-        tenant="t",
-        queue="q",
-        spec=spec,
-        submit_time=0.0,
-        state=state,
-        cluster=cluster,
-        epoch=epoch,
-    )
 
 
 def _report(free: list[float], running: list[tuple[str, int]]) -> ClusterReport:
@@ -72,13 +58,13 @@ def test_in_flight_dispatches_are_held_until_the_report_shows_them() -> None:
     state = FederationState()
     state.set_cluster("c", {}, cordoned=False)
     state.set_report("c", 0.0, _report([CPU, CPU], []))
-    state.upsert_job(_record("a", [3.0], JobState.PENDING), 1, b"")
-    state.upsert_job(_record("b", [2.0, 2.0], JobState.PENDING), 2, b"")
+    state.upsert_job(job_record("a", [3.0], JobState.PENDING), 1, b"")
+    state.upsert_job(job_record("b", [2.0, 2.0], JobState.PENDING), 2, b"")
     assert _idle(state) == {"c": [(4.0, 2)]}
 
-    state.upsert_job(_record("a", [3.0], JobState.DISPATCHED, "c", 1), 3, b"")
+    state.upsert_job(job_record("a", [3.0], JobState.DISPATCHED, "c", 1), 3, b"")
     assert _idle(state) == {"c": [(1.0, 1), (4.0, 1)]}
-    state.upsert_job(_record("b", [2.0, 2.0], JobState.DISPATCHED, "c", 1), 4, b"")
+    state.upsert_job(job_record("b", [2.0, 2.0], JobState.DISPATCHED, "c", 1), 4, b"")
     assert _idle(state) == {"c": [(0.0, 1), (1.0, 1)]}  # b's tasks packed on the free node
 
     # The agent now reports a running (its 3 cpu gone from free); b is still in flight.
@@ -86,7 +72,7 @@ def test_in_flight_dispatches_are_held_until_the_report_shows_them() -> None:
     assert _idle(state) == {"c": [(0.0, 1), (1.0, 1)]}
 
     # b is requeued before its cluster saw it: its hold goes with it.
-    state.upsert_job(_record("b", [2.0, 2.0], JobState.PENDING), 5, b"")
+    state.upsert_job(job_record("b", [2.0, 2.0], JobState.PENDING), 5, b"")
     assert _idle(state) == {"c": [(1.0, 1), (4.0, 1)]}
 
 
@@ -114,7 +100,7 @@ def test_kept_capacity_always_equals_a_rebuild(steps: list[tuple[str, int, int]]
     revision = 0
     for job_id, cpus in jobs.items():
         revision += 1
-        state.upsert_job(_record(job_id, cpus, JobState.PENDING), revision, b"")
+        state.upsert_job(job_record(job_id, cpus, JobState.PENDING), revision, b"")
     for kind, n, arg in steps:
         job_id = f"j{n}"
         revision += 1
@@ -122,7 +108,7 @@ def test_kept_capacity_always_equals_a_rebuild(steps: list[tuple[str, int, int]]
         if kind == "dispatch" and entry is not None and entry.state is JobState.PENDING:
             epochs[job_id] += 1
             state.upsert_job(
-                _record(job_id, jobs[job_id], JobState.DISPATCHED, f"c{arg}", epochs[job_id]), revision, b""
+                job_record(job_id, jobs[job_id], JobState.DISPATCHED, f"c{arg}", epochs[job_id]), revision, b""
             )
         elif kind == "report":
             cluster = f"c{n}"
@@ -130,7 +116,7 @@ def test_kept_capacity_always_equals_a_rebuild(steps: list[tuple[str, int, int]]
             shown = [pair for i, pair in enumerate(on) if arg >> i & 1]  # a random subset is already running
             state.set_report(cluster, 0.0, _report([CPU, CPU, CPU], shown))
         elif kind == "requeue" and entry is not None and entry.cluster:
-            state.upsert_job(_record(job_id, jobs[job_id], JobState.PENDING), revision, b"")
+            state.upsert_job(job_record(job_id, jobs[job_id], JobState.PENDING), revision, b"")
         elif kind == "end" and entry is not None:
             state.remove_job(job_id)
         elif kind == "rejoin":  # the cluster is removed (its jobs with it) and joins again, empty
