@@ -46,6 +46,13 @@ class UnknownCluster(KeyError):
     pass
 
 
+class ReportTooLarge(ValueError):
+    """The report's capacity and running jobs would not fit one store request."""
+
+
+MAX_STORED_REPORT = 1_400_000  # bytes: under etcd's 1.5 MiB request limit, with room for the key and framing
+
+
 class ClusterService:
     def __init__(self, store: Store, jobs: JobRepository, tokens: TokenStore, clock: Clock) -> None:
         self.store = store
@@ -100,7 +107,13 @@ class ClusterService:
         if record is None:
             raise UnknownCluster(name)
         now = self.clock.now()
-        await self.store.put(keys.report(name), LatestReport(time=now, report=report).to_bytes())
+        stored = LatestReport.of(now, report).to_bytes()
+        if len(stored) > MAX_STORED_REPORT:
+            raise ReportTooLarge(
+                f"the report's nodes and {len(report.running)} running jobs take {len(stored):,} bytes stored; "
+                f"at most {MAX_STORED_REPORT:,} fit one etcd request: report fewer, larger node shapes"
+            )
+        await self.store.put(keys.report(name), stored)
         cancellations: dict[tuple[str, int], Cancellation] = {}
         refused: list[dict[str, Any]] = []
         problems = await self._apply_all(name, report.updates, now)

@@ -91,7 +91,7 @@ async def _matching_clusters(clusters: ClusterService, record: JobRecord, lost_a
     found = []
     for cluster, latest in await clusters.all():
         if all(cluster.labels.get(k) == v for k, v in selector.items()):
-            ends = [r.expected_end for r in latest.report.running if r.expected_end is not None] if latest else []
+            ends = [end for _, _, end in latest.running if end is not None] if latest else []
             found.append(
                 {
                     "name": cluster.name,

@@ -11,7 +11,7 @@ from federation.api.deps import Caller, State, read_document, require_admin
 from federation.api.errors import ApiError, invalid
 from federation.api.routes_admin import token_expiry
 from federation.auth import Role
-from federation.clusters import JoinRefused, UnknownCluster
+from federation.clusters import JoinRefused, ReportTooLarge, UnknownCluster
 from federation.models.cluster import ClusterReport, JoinRequest, summed
 from federation.models.queue import check_tenant_name
 
@@ -69,6 +69,8 @@ async def report(name: str, request: Request, state: State, who: Caller) -> dict
         reply = await state.clusters.report(name, body)
     except UnknownCluster:
         raise ApiError(404, f"cluster {name!r} is not registered; join it again") from None
+    except ReportTooLarge as exc:
+        raise ApiError(413, str(exc)) from None
     return reply.model_dump(mode="json")
 
 
@@ -79,7 +81,7 @@ async def list_clusters(state: State, who: Caller) -> dict[str, Any]:
     items = []
     now = state.clock.now()
     for record, latest in await state.clusters.all():
-        reported = latest.report.nodes if latest is not None else []
+        reported = latest.nodes if latest is not None else []
         capacity, free = summed(reported), summed(reported, free=True)
         nodes = sum(node.count for node in reported)
         items.append(
@@ -91,7 +93,7 @@ async def list_clusters(state: State, who: Caller) -> dict[str, Any]:
                 "nodes": nodes,
                 "capacity": capacity,
                 "free": free,
-                "running": len(latest.report.running) if latest else 0,
+                "running": len(latest.running) if latest else 0,
                 "last_report_age": None if latest is None else round(now - latest.time, 3),
             }
         )

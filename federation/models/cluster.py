@@ -19,6 +19,7 @@ from policies import resources as res
 
 MAX_NODES_PER_REPORT = 10_000
 MAX_ITEMS_PER_REPORT = 50_000
+MAX_RUNNING_PER_REPORT = 30_000  # a stored report must fit etcd's 1.5 MiB request limit (~40 B per running job)
 LOG_TAIL_MAX = 4096
 
 
@@ -92,21 +93,33 @@ class StatusUpdate(_Strict):
 
 class ClusterReport(_Strict):
     nodes: list[NodeReport] = Field(default_factory=list, max_length=MAX_NODES_PER_REPORT)
-    running: list[RunningJob] = Field(default_factory=list, max_length=MAX_ITEMS_PER_REPORT)
+    running: list[RunningJob] = Field(default_factory=list, max_length=MAX_RUNNING_PER_REPORT)
     updates: list[StatusUpdate] = Field(default_factory=list, max_length=MAX_ITEMS_PER_REPORT)
     known: list[tuple[str, int]] | None = Field(
         None, description="(job_id, epoch) of every run the agent holds; sent after a restart to reconcile"
     )
 
 
+RunningRef = tuple[str, int, float | None]
+"""A job a cluster runs, as the scheduler needs it: (job id, epoch, expected end)."""
+
+
 class LatestReport(_Strict):
-    """``reports/<name>``: a cluster's last report, as the scheduler plans with it."""
+    """``reports/<name>``: what the scheduler plans with from a cluster's last report. Per running job
+    only (id, epoch, expected end): the full entries of a cluster running 12,000 jobs were more than
+    one etcd request may carry (1.5 MiB), and this is parsed on every report by every replica."""
 
     time: float
-    report: ClusterReport
+    nodes: list[NodeReport]
+    running: list[RunningRef] = Field(max_length=MAX_RUNNING_PER_REPORT)
+
+    @classmethod
+    def of(cls, time: float, report: ClusterReport) -> LatestReport:
+        running = [(r.job_id, r.epoch, r.expected_end) for r in report.running]
+        return cls.model_construct(time=time, nodes=report.nodes, running=running)
 
     def to_bytes(self) -> bytes:
-        return self.model_dump_json(exclude={"report": {"updates", "known"}}).encode()
+        return self.model_dump_json().encode()
 
     @classmethod
     def from_bytes(cls, value: bytes) -> LatestReport:

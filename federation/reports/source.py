@@ -40,5 +40,5 @@ async def federation_capacity(clusters: ClusterService, lost_after: float) -> di
     for record, latest in await clusters.all():
         if latest is None or clusters.state_of(record, latest, lost_after) is ClusterState.UNREACHABLE:
             continue
-        res.iadd(total, summed(latest.report.nodes))
+        res.iadd(total, summed(latest.nodes))
     return total

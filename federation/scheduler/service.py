@@ -207,8 +207,7 @@ class SchedulerService:
             cluster = ClusterRecord.model_validate_json(kv.value)
             state.set_cluster(cluster.name, cluster.labels, cluster.cordoned)
         elif key.startswith(keys.REPORTS):
-            latest = LatestReport.from_bytes(kv.value)
-            state.set_report(key.removeprefix(keys.REPORTS), latest.time, latest.report)
+            state.set_latest(key.removeprefix(keys.REPORTS), LatestReport.from_bytes(kv.value))
         elif key == keys.QUEUES:
             tree = QueueTree(QueueTreeConfig.model_validate_json(kv.value))
             state.set_queues(tree)

@@ -11,7 +11,7 @@ import heapq
 from dataclasses import dataclass, field
 
 from federation.models import JobRecord, JobState, QueueTree
-from federation.models.cluster import ClusterReport, NodeReport, summed
+from federation.models.cluster import ClusterReport, LatestReport, NodeReport, summed
 from policies import JobInfo, NodeInfo, NodeShape, PendingIndex, QueueInfo, Snapshot, TaskInfo, TaskStatus, Usage
 from policies import resources as res
 from policies.resources import Resources
@@ -203,13 +203,16 @@ class FederationState:
             self._holders[lane] = self._holders.get(lane, 0) + 1
 
     def set_report(self, name: str, time: float, report: ClusterReport) -> None:
+        self.set_latest(name, LatestReport.of(time, report))
+
+    def set_latest(self, name: str, latest: LatestReport) -> None:
         view = self.clusters.setdefault(name, ClusterView(name))
-        view.report_time = time
-        if _shapes(view.nodes) != _shapes(report.nodes):
+        view.report_time = latest.time
+        if _shapes(view.nodes) != _shapes(latest.nodes):
             self.shapes_version += 1
-        view.nodes = report.nodes
-        view.reported_running = {(r.job_id, r.epoch) for r in report.running}
-        view.expected_end = {r.job_id: r.expected_end for r in report.running if r.expected_end is not None}
+        view.nodes = latest.nodes
+        view.reported_running = {(job_id, epoch) for job_id, epoch, _ in latest.running}
+        view.expected_end = {job_id: end for job_id, _, end in latest.running if end is not None}
         view.room = None
 
     def set_queues(self, tree: QueueTree | None) -> None:

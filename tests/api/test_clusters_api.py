@@ -225,3 +225,14 @@ async def test_bad_reports_are_refused_and_change_nothing(api: Api) -> None:
         assert response.status_code == 422, response.text
         assert any(field == f["field"] for f in response.json()["fields"]), response.text
     assert await api.store.revision() == before
+
+
+async def test_a_report_too_large_to_store_is_refused_with_413(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    east = await join(api, "east")
+    monkeypatch.setattr("federation.clusters.MAX_STORED_REPORT", 100)
+    before = await api.store.revision()
+    response = await api.http.post(
+        "/v1/clusters/east/report", json={"nodes": [NODE]}, headers={"Authorization": f"Bearer {east}"}
+    )
+    assert response.status_code == 413 and "fit one etcd request" in response.json()["error"]
+    assert await api.store.revision() == before
