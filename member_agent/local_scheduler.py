@@ -14,6 +14,7 @@ from member_agent.backends.base import NodeView
 from member_agent.tracker import LocalJob
 from policies import (
     JobInfo,
+    NodeEvaluations,
     NodeInfo,
     SchedulerConf,
     Snapshot,
@@ -82,12 +83,13 @@ def _node_info(view: NodeView) -> NodeInfo:
 
 
 class LocalScheduler:
-    """One per agent: it remembers the agent's nodes between cycles."""
+    """One per agent: it remembers the agent's nodes, and how they suit each task shape, between cycles."""
 
     def __init__(self, clock: Clock, conf: SchedulerConf | None = None) -> None:
         self.clock = clock
         self.conf = conf if conf is not None else load_conf(DEFAULT_CONF)
         self._nodes: dict[str, tuple[NodeView, NodeInfo]] = {}
+        self._evaluations = NodeEvaluations()
 
     @classmethod
     def from_file(cls, clock: Clock, path: str | None) -> LocalScheduler:
@@ -101,9 +103,12 @@ class LocalScheduler:
         by_id = {job.job_id: job for job in (*pending, *running)}
         jobs = [_job_info(job, TaskStatus.PENDING) for job in pending if job.spec is not None]
         jobs += [_job_info(job, TaskStatus.RUNNING) for job in running if job.spec is not None and job.tasks]
-        session = open_session(self.conf, Snapshot(self._node_infos(nodes), jobs), self.clock)
-        session.run()
-        decisions = close_session(session)
+        snapshot = Snapshot(self._node_infos(nodes), jobs, evaluations=self._evaluations)
+        session = open_session(self.conf, snapshot, self.clock)
+        try:
+            session.run()
+        finally:  # the nodes, kept for the next cycle, come back as they were even if a plugin fails
+            decisions = close_session(session)
         placements: dict[str, dict[tuple[str, int], str]] = {}
         for bind in decisions.binds:
             placements.setdefault(bind.job, {})[task_key(bind.task)] = bind.node
@@ -124,8 +129,8 @@ class LocalScheduler:
 
     def _node_infos(self, views: list[NodeView]) -> list[NodeInfo]:
         """The session's nodes. A view the backend hands out again (the simulated backend shares a
-        node's view until its usage changes) keeps its NodeInfo: sessions work on copies of their
-        snapshot's nodes, so a NodeInfo is never changed once built."""
+        node's view until its usage changes) keeps its NodeInfo: a session puts back every node it
+        changes, so a NodeInfo is the same between sessions as when it was built."""
         known = self._nodes
         self._nodes = {}
         out = []

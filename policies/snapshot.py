@@ -15,6 +15,7 @@ from policies import resources as res
 from policies.resources import Resources
 
 if TYPE_CHECKING:
+    from policies.framework.placement import NodeEvaluations
     from policies.ordering import PendingIndex
 
 ROOT = ""
@@ -145,6 +146,11 @@ class NodeInfo:
         )
         node.shapes = shapes
         return node
+
+    def restore(self, saved: NodeInfo) -> None:
+        """Take back the state of ``saved``, a ``clone`` of this node made before it changed."""
+        self.idle, self.used, self.releasing, self.pipelined = saved.idle, saved.used, saved.releasing, saved.pipelined
+        self.shapes = saved.shapes
 
     def fits(self, req: Resources) -> bool:
         """Fits what is idle now, net of work pipelined here beyond what is being released."""
@@ -280,3 +286,5 @@ class Snapshot:
     # What ``jobs`` hold per (leaf queue, tenant), when the caller keeps that total across cycles
     # (then ``jobs`` are running jobs only): the session need not sum every running job again.
     held: dict[tuple[str, str], Resources] | None = None
+    # The nodes' judgements per task shape, when the caller keeps its nodes between cycles.
+    evaluations: NodeEvaluations | None = None

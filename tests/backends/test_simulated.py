@@ -7,10 +7,12 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from federation.models import JobSpecBody, TaskSpec
 from member_agent.backends.base import Backend, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskStatus
 from member_agent.backends.simulated import SimulatedBackend, nodes_from_groups
 from member_agent.capacity import ShapeKeys, summarise
-from member_agent.local_scheduler import LocalScheduler, _node_info
+from member_agent.local_scheduler import LocalPlan, LocalScheduler, _node_info
+from member_agent.tracker import LocalJob
 from policies.clock import ManualClock
 
 GiB = 2.0**30
@@ -249,6 +251,16 @@ def test_next_event_time_is_the_earliest_running_end() -> None:
 NODES = [NodeView(f"n{i}", {"cpu": float(cpu), "memory": mem * GiB}) for i, (cpu, mem) in enumerate([(4, 8), (2, 2)])]
 
 
+def probe(job: str, replicas: int, cpu: float, gib: float) -> LocalJob:
+    """A job waiting on the cluster, for comparing local plans."""
+    task = TaskSpec(replicas=replicas, resources={"cpu": cpu, "memory": gib * GiB})
+    return LocalJob(job, 1, queue="default", spec=JobSpecBody(queue="default", tasks=[task]))
+
+
+def outcome(plan: LocalPlan) -> tuple[object, ...]:
+    return [(job.job_id, placement) for job, placement in plan.launches], plan.reasons
+
+
 class NeverOverAllocates(RuleBasedStateMachine):
     """Random launches, kills and clock moves: usage always equals the running tasks, and fits."""
 
@@ -330,6 +342,13 @@ class NeverOverAllocates(RuleBasedStateMachine):
         fresh = [_node_info(view) for view in views]
         facts = lambda n: (n.name, n.allocatable, n.idle, n.used, n.labels, n.unschedulable)  # noqa: E731
         assert [facts(n) for n in kept] == [facts(n) for n in fresh]
+
+    @invariant()
+    def a_plan_over_kept_nodes_and_judgements_matches_a_fresh_scheduler(self) -> None:
+        views = self.backend.nodes()
+        waiting = [probe("p1", 1, 0.5, 1), probe("p2", 2, 1.5, 0), probe("p3", 1, 3.0, 4)]
+        kept = self.scheduler.plan(waiting, [], views)
+        assert outcome(kept) == outcome(LocalScheduler(self.clock).plan(waiting, [], views))
 
     @rule()
     def poll(self) -> None:
