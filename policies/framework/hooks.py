@@ -12,15 +12,12 @@ Each hook kind has a mode that says how the tiers' plugins combine:
   by all of them (evicting is the one decision where any plugin's objection must hold).
 - EVENT: every handler is called.
 
-Every call is timed against its plugin, so the session reports seconds per plugin. Hooks are
-called millions of times a run, so each hook's dispatcher is built when a plugin registers for it,
-specialised to its mode and to the common case of a single plugin, instead of walking the modes on
-every call; timing the plugins in turn reads the clock once per plugin plus once.
+Every call is timed against its plugin, so the session reports seconds per plugin.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from enum import Enum
 from time import perf_counter
 from typing import Any
@@ -73,19 +70,17 @@ class _Entry:
 
 
 class Hooks:
-    """The hook tables of one session, and a dispatcher per hook built over them."""
+    """The hook tables of one session, and the one dispatcher over them."""
 
     def __init__(self) -> None:
         self._table: dict[str, list[_Entry]] = {name: [] for name in HOOKS}
         self.seconds: dict[str, float] = {}
-        self._calls: dict[str, Fn] = {name: self._dispatcher(name) for name in HOOKS}
 
     def add(self, hook: str, plugin: str, tier: int, fn: Fn) -> None:
         if hook not in HOOKS:
             raise ValueError(f"unknown hook {hook!r}")
         self._table[hook].append(_Entry(plugin, fn, tier))
         self.seconds.setdefault(plugin, 0.0)
-        self._calls[hook] = self._dispatcher(hook)
 
     def has(self, hook: str) -> bool:
         return bool(self._table[hook])
@@ -95,27 +90,37 @@ class Hooks:
 
     def call(self, hook: str, *args: Any) -> Any:
         """Run ``hook`` over the tiers according to its mode."""
-        return self._calls[hook](*args)
-
-    def _dispatcher(self, hook: str) -> Fn:
-        entries = list(self._table[hook])
+        entries = self._table[hook]
         mode = HOOKS[hook]
-        if mode is Mode.VOTE:
-            return lambda *args: self._vote(entries, args)
-        if mode is Mode.VICTIMS:
-            return lambda *args: self._victims(entries, args)
-        if len(entries) == 1:
-            return _single(mode, entries[0], self.seconds)
-        run = _timed(entries, self.seconds)
+        seconds = self.seconds
         if mode is Mode.ORDER:
-            return lambda *args: tuple(run(args))
+            keys = []
+            for e in entries:
+                t0 = perf_counter()
+                keys.append(e.fn(*args))
+                seconds[e.plugin] += perf_counter() - t0
+            return tuple(keys)
         if mode is Mode.SCORE:
-            return lambda *args: _add_up(run(args))
-        if mode is Mode.EVENT:
-            return lambda *args: _drain(run(args))
-        if mode is Mode.ALL:
-            return lambda *args: all(run(args))
-        return lambda *args: _first_reason(entries, run(args))
+            score = 0.0
+            for e in entries:
+                t0 = perf_counter()
+                score += e.fn(*args)
+                seconds[e.plugin] += perf_counter() - t0
+            return score
+        if mode is Mode.VOTE:
+            return self._vote(entries, args)
+        if mode is Mode.VICTIMS:
+            return self._victims(entries, args)
+        for e in entries:
+            t0 = perf_counter()
+            out = e.fn(*args)
+            seconds[e.plugin] += perf_counter() - t0
+            if mode is Mode.ALL:
+                if not out:
+                    return False
+            elif mode is not Mode.EVENT and out is not None:
+                return (e.plugin, out)
+        return True if mode is Mode.ALL else None
 
     def _vote(self, entries: Sequence[_Entry], args: tuple[Any, ...]) -> bool | None:
         tier = None
@@ -145,66 +150,3 @@ class Hooks:
                 keep = {id(v) for v in allowed}
                 chosen = [v for v in chosen if id(v) in keep]
         return chosen
-
-
-def _single(mode: Mode, entry: _Entry, seconds: dict[str, float]) -> Fn:
-    """The dispatcher of a hook one plugin registered for: its one result, as the mode answers."""
-    fn, plugin = entry.fn, entry.plugin
-
-    def timed(*args: Any) -> Any:
-        t0 = perf_counter()
-        out = fn(*args)
-        seconds[plugin] += perf_counter() - t0
-        return out
-
-    if mode is Mode.ORDER:
-        return lambda *args: (timed(*args),)
-    if mode is Mode.SCORE:
-        return lambda *args: 0.0 + timed(*args)
-    if mode is Mode.ALL:
-        return lambda *args: bool(timed(*args))
-    if mode is Mode.EVENT:
-        return timed
-
-    def check(*args: Any) -> tuple[str, Any] | None:
-        out = timed(*args)
-        return None if out is None else (plugin, out)
-
-    return check
-
-
-def _timed(entries: Sequence[_Entry], seconds: dict[str, float]) -> Callable[[tuple[Any, ...]], Iterator[Any]]:
-    """The entries' results in tier order, lazily (a mode may stop at the first that decides), each
-    plugin charged the time from the previous reading of the clock to the next."""
-
-    def run(args: tuple[Any, ...]) -> Iterator[Any]:
-        t0 = perf_counter()
-        for e in entries:
-            out = e.fn(*args)
-            t1 = perf_counter()
-            seconds[e.plugin] += t1 - t0
-            t0 = t1
-            yield out
-
-    return run
-
-
-def _add_up(scores: Iterator[float]) -> float:
-    """Scores summed in tier order (not ``sum``, whose float rounding differs between Pythons)."""
-    total = 0.0
-    for score in scores:
-        total += score
-    return total
-
-
-def _first_reason(entries: Sequence[_Entry], results: Iterator[Any]) -> tuple[str, Any] | None:
-    """CHECK and ANY: the first objection in tier order, with its plugin (the rest are not asked)."""
-    for e, out in zip(entries, results, strict=True):
-        if out is not None:
-            return (e.plugin, out)
-    return None
-
-
-def _drain(results: Iterator[Any]) -> None:
-    for _ in results:
-        pass

@@ -1,4 +1,4 @@
-"""The hook dispatcher: each mode's specialised dispatcher answers as the plain tier walk would."""
+"""The hook dispatcher: every mode answers as the plain tier walk would, asking no more plugins than it needs."""
 
 from __future__ import annotations
 
