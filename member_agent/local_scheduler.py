@@ -90,6 +90,7 @@ class LocalScheduler:
         self.conf = conf if conf is not None else load_conf(DEFAULT_CONF)
         self._nodes: dict[str, tuple[NodeView, NodeInfo]] = {}
         self._evaluations = NodeEvaluations()
+        self._running: dict[str, tuple[LocalJob, tuple[object, ...], JobInfo]] = {}
 
     @classmethod
     def from_file(cls, clock: Clock, path: str | None) -> LocalScheduler:
@@ -102,7 +103,7 @@ class LocalScheduler:
             return plan
         by_id = {job.job_id: job for job in (*pending, *running)}
         jobs = [_job_info(job, TaskStatus.PENDING) for job in pending if job.spec is not None]
-        jobs += [_job_info(job, TaskStatus.RUNNING) for job in running if job.spec is not None and job.tasks]
+        jobs += self._running_infos(running)
         snapshot = Snapshot(self._node_infos(nodes), jobs, evaluations=self._evaluations)
         session = open_session(self.conf, snapshot, self.clock)
         try:
@@ -126,6 +127,24 @@ class LocalScheduler:
             if reasons:
                 plan.reasons[job_id] = reasons[-1].message
         return plan
+
+    def _running_infos(self, running: list[LocalJob]) -> list[JobInfo]:
+        """The running jobs as sessions see them. A job whose task statuses are those of the last cycle
+        keeps its JobInfo: a session puts back every task state it changes."""
+        known = self._running
+        self._running = {}
+        out = []
+        for job in running:
+            if job.spec is None or not job.tasks:
+                continue
+            statuses = tuple(job.tasks.values())
+            seen = known.get(job.job_id)
+            info = seen[2] if seen is not None and seen[0] is job and seen[1] == statuses else None
+            if info is None:
+                info = _job_info(job, TaskStatus.RUNNING)
+            self._running[job.job_id] = (job, statuses, info)
+            out.append(info)
+        return out
 
     def _node_infos(self, views: list[NodeView]) -> list[NodeInfo]:
         """The session's nodes. A view the backend hands out again (the simulated backend shares a
