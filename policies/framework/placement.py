@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from itertools import groupby
 from typing import TYPE_CHECKING
 
 from policies import resources as res
@@ -260,7 +259,14 @@ class Placer:
 def _runs(tasks: list[TaskInfo]) -> list[tuple[TaskInfo, int]]:
     """Consecutive tasks sharing one resources dict (a gang's replicas) as (first task, count)."""
     runs: list[tuple[TaskInfo, int]] = []
-    for _, group in groupby(tasks, key=lambda t: id(t.resources)):
-        members = list(group)
-        runs.append((members[0], len(members)))
+    first, count = None, 0
+    for task in tasks:
+        if first is not None and task.resources is first.resources:
+            count += 1
+            continue
+        if first is not None:
+            runs.append((first, count))
+        first, count = task, 1
+    if first is not None:
+        runs.append((first, count))
     return runs

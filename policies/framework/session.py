@@ -274,7 +274,10 @@ class Session:
         return self._pending[job.id]
 
     def pending_tasks(self, job: JobInfo) -> list[TaskInfo]:
-        tasks = [t for t in job.tasks if t.status == TaskStatus.PENDING]
+        if self.pending_count(job) == len(job.tasks):
+            tasks = list(job.tasks)  # a job not started yet, the common case: no task to test
+        else:
+            tasks = [t for t in job.tasks if t.status == TaskStatus.PENDING]
         if len(tasks) > 1 and self.hooks.has("task_order"):
             tasks.sort(key=self.task_key)
         return tasks
