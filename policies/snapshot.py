@@ -6,7 +6,7 @@ is compact and carries no derived state; sessions keep their own counters.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -269,8 +269,8 @@ class QueueInfo:
 class Usage:
     """Fair-share inputs at snapshot time: real user priorities and priority factors."""
 
-    queue_rup: dict[str, float] = field(default_factory=dict)
-    tenant_rup: dict[str, float] = field(default_factory=dict)
+    queue_rup: Mapping[str, float] = field(default_factory=dict)
+    tenant_rup: Mapping[str, float] = field(default_factory=dict)
     tenant_factor: dict[str, float] = field(default_factory=dict)
 
 
