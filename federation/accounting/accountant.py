@@ -129,7 +129,7 @@ class Accountant:
         return Usage(
             queue_rup=RealPriorities(self._queues, at),
             tenant_rup=RealPriorities(self._tenants, at),
-            tenant_factor={t: self._factors.get(t, 1.0) for t in self._tenants.keys() | self._factors.keys()},
+            tenant_factor={**dict.fromkeys(self._tenants, 1.0), **self._factors},
         )
 
     def advance(self, now: float | None = None) -> float:
