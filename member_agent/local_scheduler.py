@@ -88,7 +88,8 @@ class LocalScheduler:
     def __init__(self, clock: Clock, conf: SchedulerConf | None = None) -> None:
         self.clock = clock
         self.conf = conf if conf is not None else load_conf(DEFAULT_CONF)
-        self._nodes: dict[str, tuple[NodeView, NodeInfo]] = {}
+        self._views: list[NodeView | None] = []  # the last cycle's node views, and the NodeInfo of each
+        self._infos: list[NodeInfo] = []
         self._evaluations = NodeEvaluations()
         self._running: dict[str, tuple[LocalJob, tuple[object, ...], JobInfo]] = {}
 
@@ -147,18 +148,14 @@ class LocalScheduler:
         return out
 
     def _node_infos(self, views: list[NodeView]) -> list[NodeInfo]:
-        """The session's nodes. A view the backend hands out again (the simulated backend shares a
-        node's view until its usage changes) keeps its NodeInfo: a session puts back every node it
-        changes, so a NodeInfo is the same between sessions as when it was built."""
-        known = self._nodes
-        self._nodes = {}
-        out = []
-        for view in views:
-            seen = known.get(view.name)
-            info = seen[1] if seen is not None and seen[0] is view else _node_info(view)
-            self._nodes[view.name] = (view, info)
-            out.append(info)
-        return out
+        """The session's nodes. A view the backend hands out again in the same place (the simulated
+        backend shares a node's view until its usage changes) keeps its NodeInfo: a session puts
+        back every node it changes, so a NodeInfo is the same between sessions as when it was built."""
+        before = self._views if len(self._views) == len(views) else [None] * len(views)
+        infos = self._infos
+        self._infos = [infos[i] if view is before[i] else _node_info(view) for i, view in enumerate(views)]
+        self._views = list(views)
+        return list(self._infos)
 
     @staticmethod
     def never_fits(pending: list[LocalJob], nodes: list[NodeView]) -> list[LocalJob]:
