@@ -82,6 +82,7 @@ class JobTracker:
         self.clock = clock
         self.jobs: dict[str, LocalJob] = {}
         self._outbox: list[StatusUpdate] = []
+        self._running: dict[str, tuple[LocalJob, RunningJob]] = {}  # the last report's entries
 
     def admit(self, assignment: Assignment) -> LocalJob | None:
         """Take a new assignment; a repeat of one already held is ignored."""
@@ -193,20 +194,26 @@ class JobTracker:
                 del self.jobs[job_id]
 
     def running(self) -> list[RunningJob]:
+        """Every launched job still on the cluster, with its start and walltime end. Each report lists
+        them all: a job keeps its entry while its start is the same (the rest of it never changes)."""
+        known, self._running = self._running, {}
         out = []
         for job in self.jobs.values():
             if not job.launched or job.state.terminal:
                 continue
             starts = [t.started_at for t in job.tasks.values() if t.started_at is not None]
             started = min(starts) if starts else None
-            walltime = job.spec.walltime if job.spec is not None else None
-            out.append(
-                RunningJob(
+            seen = known.get(job.job_id)
+            entry = seen[1] if seen is not None and seen[0] is job and seen[1].started_at == started else None
+            if entry is None:
+                walltime = job.spec.walltime if job.spec is not None else None
+                entry = RunningJob(
                     job_id=job.job_id,
                     epoch=job.epoch,
                     resources=job.resources(),
                     started_at=started,
                     expected_end=None if started is None or walltime is None else started + walltime,
                 )
-            )
+            self._running[job.job_id] = (job, entry)
+            out.append(entry)
         return out
