@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from bisect import bisect_left, insort
+from operator import itemgetter
 
 from federation.models.cluster import NodeReport
 from member_agent.backends.base import NodeView
@@ -22,26 +23,52 @@ def _shape_key(node: NodeView) -> ShapeKey:
     )
 
 
-class ShapeKeys:
-    """Each node's shape key, remembered while the backend hands out the same view of the node
-    (the simulated backend shares a view until the node's usage changes), so summarising a
-    cluster where few nodes changed costs a lookup for each of the others."""
+class ShapeSummary:
+    """A cluster's capacity by node shape, ``summarise(nodes, per_node_limit=0)``, kept up to date node
+    by node. The backend hands out the same view of a node until its usage changes (the simulated
+    one does), so only nodes with a new view are keyed again and moved between shapes: summarising
+    a cluster where a few nodes changed costs a look at each of the others, not a regrouping."""
 
     def __init__(self) -> None:
-        self._known: dict[str, tuple[NodeView, ShapeKey]] = {}
+        self._views: list[NodeView] = []
+        self._keys: list[ShapeKey] = []
+        self._members: dict[ShapeKey, list[int]] = {}  # shape -> positions of its nodes, ascending
 
-    def __call__(self, node: NodeView) -> ShapeKey:
-        seen = self._known.get(node.name)
-        if seen is not None and seen[0] is node:
-            return seen[1]
+    def __call__(self, nodes: list[NodeView]) -> list[NodeReport]:
+        views = self._views
+        if len(nodes) != len(views):
+            self._reset(nodes)
+        else:
+            for i, node in enumerate(nodes):
+                if node is not views[i]:
+                    if node.name != views[i].name:
+                        self._reset(nodes)
+                        break
+                    self._move(i, node)
+        # Shapes in the order of their first node, as summarise groups them.
+        return [_shape_report(nodes[at[0]], len(at)) for at in sorted(self._members.values(), key=itemgetter(0))]
+
+    def _reset(self, nodes: list[NodeView]) -> None:
+        self._views = list(nodes)
+        self._keys = [_shape_key(node) for node in nodes]
+        self._members = {}
+        for i, key in enumerate(self._keys):
+            self._members.setdefault(key, []).append(i)
+
+    def _move(self, i: int, node: NodeView) -> None:
         key = _shape_key(node)
-        self._known[node.name] = (node, key)
-        return key
+        old = self._keys[i]
+        if key != old:
+            members = self._members[old]
+            del members[bisect_left(members, i)]
+            if not members:
+                del self._members[old]
+            insort(self._members.setdefault(key, []), i)
+            self._keys[i] = key
+        self._views[i] = node
 
 
-def summarise(
-    nodes: list[NodeView], per_node_limit: int = PER_NODE_LIMIT, shape_key: Callable[[NodeView], ShapeKey] = _shape_key
-) -> list[NodeReport]:
+def summarise(nodes: list[NodeView], per_node_limit: int = PER_NODE_LIMIT) -> list[NodeReport]:
     """Identical nodes (same allocatable, free, labels, cordon) fold into one entry with a count."""
     if len(nodes) <= per_node_limit:
         return [
@@ -52,18 +79,20 @@ def summarise(
         ]
     groups: dict[ShapeKey, list[NodeView]] = {}
     for node in nodes:
-        groups.setdefault(shape_key(node), []).append(node)
-    return [
-        NodeReport(
-            name=f"{group[0].name}+{len(group) - 1}" if len(group) > 1 else group[0].name,
-            count=len(group),
-            allocatable=group[0].allocatable,
-            free=_clamped(group[0]),
-            labels=group[0].labels,
-            unschedulable=group[0].unschedulable,
-        )
-        for group in groups.values()
-    ]
+        groups.setdefault(_shape_key(node), []).append(node)
+    return [_shape_report(group[0], len(group)) for group in groups.values()]
+
+
+def _shape_report(first: NodeView, count: int) -> NodeReport:
+    """``count`` nodes like ``first`` as one entry, named after the first."""
+    return NodeReport(
+        name=f"{first.name}+{count - 1}" if count > 1 else first.name,
+        count=count,
+        allocatable=first.allocatable,
+        free=_clamped(first),
+        labels=first.labels,
+        unschedulable=first.unschedulable,
+    )
 
 
 def _clamped(node: NodeView) -> dict[str, float]:

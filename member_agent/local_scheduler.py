@@ -14,6 +14,7 @@ from member_agent.backends.base import NodeView
 from member_agent.tracker import LocalJob
 from policies import (
     JobInfo,
+    NodeEvaluations,
     NodeInfo,
     SchedulerConf,
     Snapshot,
@@ -82,12 +83,15 @@ def _node_info(view: NodeView) -> NodeInfo:
 
 
 class LocalScheduler:
-    """One per agent: it remembers the agent's nodes between cycles."""
+    """One per agent: it remembers the agent's nodes, and how they suit each task shape, between cycles."""
 
     def __init__(self, clock: Clock, conf: SchedulerConf | None = None) -> None:
         self.clock = clock
         self.conf = conf if conf is not None else load_conf(DEFAULT_CONF)
-        self._nodes: dict[str, tuple[NodeView, NodeInfo]] = {}
+        self._views: list[NodeView | None] = []  # the last cycle's node views, and the NodeInfo of each
+        self._infos: list[NodeInfo] = []
+        self._evaluations = NodeEvaluations()
+        self._running: dict[str, tuple[LocalJob, tuple[object, ...], JobInfo]] = {}
 
     @classmethod
     def from_file(cls, clock: Clock, path: str | None) -> LocalScheduler:
@@ -100,10 +104,13 @@ class LocalScheduler:
             return plan
         by_id = {job.job_id: job for job in (*pending, *running)}
         jobs = [_job_info(job, TaskStatus.PENDING) for job in pending if job.spec is not None]
-        jobs += [_job_info(job, TaskStatus.RUNNING) for job in running if job.spec is not None and job.tasks]
-        session = open_session(self.conf, Snapshot(self._node_infos(nodes), jobs), self.clock)
-        session.run()
-        decisions = close_session(session)
+        jobs += self._running_infos(running)
+        snapshot = Snapshot(self._node_infos(nodes), jobs, evaluations=self._evaluations)
+        session = open_session(self.conf, snapshot, self.clock)
+        try:
+            session.run()
+        finally:  # the nodes, kept for the next cycle, come back as they were even if a plugin fails
+            decisions = close_session(session)
         placements: dict[str, dict[tuple[str, int], str]] = {}
         for bind in decisions.binds:
             placements.setdefault(bind.job, {})[task_key(bind.task)] = bind.node
@@ -122,19 +129,33 @@ class LocalScheduler:
                 plan.reasons[job_id] = reasons[-1].message
         return plan
 
-    def _node_infos(self, views: list[NodeView]) -> list[NodeInfo]:
-        """The session's nodes. A view the backend hands out again (the simulated backend shares a
-        node's view until its usage changes) keeps its NodeInfo: sessions work on copies of their
-        snapshot's nodes, so a NodeInfo is never changed once built."""
-        known = self._nodes
-        self._nodes = {}
+    def _running_infos(self, running: list[LocalJob]) -> list[JobInfo]:
+        """The running jobs as sessions see them. A job whose task statuses are those of the last cycle
+        keeps its JobInfo: a session puts back every task state it changes."""
+        known = self._running
+        self._running = {}
         out = []
-        for view in views:
-            seen = known.get(view.name)
-            info = seen[1] if seen is not None and seen[0] is view else _node_info(view)
-            self._nodes[view.name] = (view, info)
+        for job in running:
+            if job.spec is None or not job.tasks:
+                continue
+            statuses = tuple(job.tasks.values())
+            seen = known.get(job.job_id)
+            info = seen[2] if seen is not None and seen[0] is job and seen[1] == statuses else None
+            if info is None:
+                info = _job_info(job, TaskStatus.RUNNING)
+            self._running[job.job_id] = (job, statuses, info)
             out.append(info)
         return out
+
+    def _node_infos(self, views: list[NodeView]) -> list[NodeInfo]:
+        """The session's nodes. A view the backend hands out again in the same place (the simulated
+        backend shares a node's view until its usage changes) keeps its NodeInfo: a session puts
+        back every node it changes, so a NodeInfo is the same between sessions as when it was built."""
+        before = self._views if len(self._views) == len(views) else [None] * len(views)
+        infos = self._infos
+        self._infos = [infos[i] if view is before[i] else _node_info(view) for i, view in enumerate(views)]
+        self._views = list(views)
+        return list(self._infos)
 
     @staticmethod
     def never_fits(pending: list[LocalJob], nodes: list[NodeView]) -> list[LocalJob]:

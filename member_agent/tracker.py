@@ -7,6 +7,7 @@ the updates the next report carries wait until the federation has accepted them.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from federation.models import JobSpecBody, JobState
@@ -30,6 +31,7 @@ class LocalJob:
     cancel_reason: str | None = None
     admitted_at: float = 0.0
     expected_tasks: int = 0  # tasks launched: an elastic job may start with fewer than all replicas
+    phases: Counter[TaskPhase] = field(default_factory=Counter)  # how many of ``tasks`` are in each phase
 
     @property
     def gang_size(self) -> int:
@@ -39,6 +41,15 @@ class LocalJob:
 
     def resources(self) -> dict[str, float]:
         return {} if self.spec is None else self.spec.total_resources()
+
+    def record(self, status: TaskStatus) -> None:
+        """Keep ``status`` as its task's latest, and the phase counts with it (a gang of hundreds of
+        tasks reports each of them: counting all phases again at each would cost the square)."""
+        before = self.tasks.get(status.task_id)
+        if before is not None:
+            self.phases[before.phase] -= 1
+        self.tasks[status.task_id] = status
+        self.phases[status.phase] += 1
 
     def launches(self, nodes: dict[tuple[str, int], str]) -> list[TaskLaunch]:
         """One TaskLaunch per placed task; ``nodes`` maps (task name, index) to the chosen node."""
@@ -71,6 +82,7 @@ class JobTracker:
         self.clock = clock
         self.jobs: dict[str, LocalJob] = {}
         self._outbox: list[StatusUpdate] = []
+        self._running: dict[str, tuple[LocalJob, RunningJob]] = {}  # the last report's entries
 
     def admit(self, assignment: Assignment) -> LocalJob | None:
         """Take a new assignment; a repeat of one already held is ignored."""
@@ -99,7 +111,7 @@ class JobTracker:
                 job = LocalJob(job_id=status.job_id, epoch=status.epoch, launched=True, state=JobState.RUNNING)
                 self.jobs[status.job_id] = job
             if job.epoch == status.epoch:
-                job.tasks[status.task_id] = status
+                job.record(status)
 
     def known(self) -> list[tuple[str, int]]:
         return [(job.job_id, job.epoch) for job in self.jobs.values()]
@@ -116,8 +128,7 @@ class JobTracker:
         job = self.jobs.get(status.job_id)
         if job is None or job.epoch != status.epoch or job.state.terminal or job.state is JobState.PENDING:
             return None
-        job.tasks[status.task_id] = status
-        phases = [task.phase for task in job.tasks.values()]
+        job.record(status)
         if status.phase is TaskPhase.FAILED:
             self._emit(job, JobState.FAILED, status, reason=status.reason or f"task {status.task_id} failed")
             return job
@@ -132,10 +143,11 @@ class JobTracker:
                 return job
             return None
         expected = job.expected_tasks or (job.spec.total_replicas if job.spec is not None else len(job.tasks))
-        if len(phases) >= expected and all(phase is TaskPhase.SUCCEEDED for phase in phases):
+        succeeded = job.phases[TaskPhase.SUCCEEDED]
+        if len(job.tasks) >= expected and succeeded == len(job.tasks):
             self._emit(job, JobState.SUCCEEDED, status, reason="all tasks succeeded")
         elif job.state is JobState.ADMITTED:
-            started = sum(phase in (TaskPhase.RUNNING, TaskPhase.SUCCEEDED) for phase in phases)
+            started = job.phases[TaskPhase.RUNNING] + succeeded
             if started >= job.gang_size:
                 self._emit(job, JobState.RUNNING, status, reason="gang running")
         return None
@@ -182,20 +194,26 @@ class JobTracker:
                 del self.jobs[job_id]
 
     def running(self) -> list[RunningJob]:
+        """Every launched job still on the cluster, with its start and walltime end. Each report lists
+        them all: a job keeps its entry while its start is the same (the rest of it never changes)."""
+        known, self._running = self._running, {}
         out = []
         for job in self.jobs.values():
             if not job.launched or job.state.terminal:
                 continue
             starts = [t.started_at for t in job.tasks.values() if t.started_at is not None]
             started = min(starts) if starts else None
-            walltime = job.spec.walltime if job.spec is not None else None
-            out.append(
-                RunningJob(
+            seen = known.get(job.job_id)
+            entry = seen[1] if seen is not None and seen[0] is job and seen[1].started_at == started else None
+            if entry is None:
+                walltime = job.spec.walltime if job.spec is not None else None
+                entry = RunningJob(
                     job_id=job.job_id,
                     epoch=job.epoch,
                     resources=job.resources(),
                     started_at=started,
                     expected_end=None if started is None or walltime is None else started + walltime,
                 )
-            )
+            self._running[job.job_id] = (job, entry)
+            out.append(entry)
         return out

@@ -8,6 +8,7 @@ are its own. Both read the same conf vocabulary (volcano-scheduler.conf).
 from policies.clock import Clock, ManualClock, SystemClock
 from policies.framework.conf import Arguments, PluginConf, SchedulerConf, load_conf
 from policies.framework.decisions import Bind, Decisions, Eviction, Reason, Reservation
+from policies.framework.placement import NodeEvaluations
 from policies.framework.registry import register_action, register_plugin
 from policies.framework.session import Action, Plugin, Session, close_session, open_session
 from policies.ordering import PendingIndex
@@ -34,6 +35,7 @@ __all__ = [
     "Eviction",
     "JobInfo",
     "ManualClock",
+    "NodeEvaluations",
     "NodeInfo",
     "NodeShape",
     "PendingIndex",

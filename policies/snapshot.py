@@ -6,7 +6,7 @@ is compact and carries no derived state; sessions keep their own counters.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -15,6 +15,7 @@ from policies import resources as res
 from policies.resources import Resources
 
 if TYPE_CHECKING:
+    from policies.framework.placement import NodeEvaluations
     from policies.ordering import PendingIndex
 
 ROOT = ""
@@ -146,6 +147,11 @@ class NodeInfo:
         node.shapes = shapes
         return node
 
+    def restore(self, saved: NodeInfo) -> None:
+        """Take back the state of ``saved``, a ``clone`` of this node made before it changed."""
+        self.idle, self.used, self.releasing, self.pipelined = saved.idle, saved.used, saved.releasing, saved.pipelined
+        self.shapes = saved.shapes
+
     def fits(self, req: Resources) -> bool:
         """Fits what is idle now, net of work pipelined here beyond what is being released."""
         if self.pipelined and not self.fits_future(req):
@@ -263,8 +269,8 @@ class QueueInfo:
 class Usage:
     """Fair-share inputs at snapshot time: real user priorities and priority factors."""
 
-    queue_rup: dict[str, float] = field(default_factory=dict)
-    tenant_rup: dict[str, float] = field(default_factory=dict)
+    queue_rup: Mapping[str, float] = field(default_factory=dict)
+    tenant_rup: Mapping[str, float] = field(default_factory=dict)
     tenant_factor: dict[str, float] = field(default_factory=dict)
 
 
@@ -280,3 +286,5 @@ class Snapshot:
     # What ``jobs`` hold per (leaf queue, tenant), when the caller keeps that total across cycles
     # (then ``jobs`` are running jobs only): the session need not sum every running job again.
     held: dict[tuple[str, str], Resources] | None = None
+    # The nodes' judgements per task shape, when the caller keeps its nodes between cycles.
+    evaluations: NodeEvaluations | None = None

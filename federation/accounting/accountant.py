@@ -17,7 +17,7 @@ from typing import Any
 from federation import keys
 from federation.accounting import storage
 from federation.accounting.history import DEFAULT_RETENTION, DEFAULT_TIERS, History, Tier, check_tiers
-from federation.accounting.meter import Meter
+from federation.accounting.meter import Meter, RealPriorities
 from federation.accounting.snapshot import AccountingSnapshot, SeriesKey
 from federation.store import Op, Store
 from policies import resources as res
@@ -124,12 +124,12 @@ class Accountant:
     # reads
 
     def usage(self, now: float | None = None) -> Usage:
-        """The scheduler's fair-share inputs at ``now``, computed without moving any meter."""
+        """The scheduler's fair-share inputs at ``now``, computed (when read) without moving any meter."""
         at = self.clock.now() if now is None else now
         return Usage(
-            queue_rup={q: m.rup_at(at) for q, m in self._queues.items()},
-            tenant_rup={t: m.rup_at(at) for t, m in self._tenants.items()},
-            tenant_factor={t: self._factors.get(t, 1.0) for t in self._tenants.keys() | self._factors.keys()},
+            queue_rup=RealPriorities(self._queues, at),
+            tenant_rup=RealPriorities(self._tenants, at),
+            tenant_factor={**dict.fromkeys(self._tenants, 1.0), **self._factors},
         )
 
     def advance(self, now: float | None = None) -> float:

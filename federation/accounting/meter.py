@@ -8,7 +8,7 @@ closed-form solution for a constant ``rho`` over any ``dt`` (``policies.decay_ru
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,3 +104,31 @@ class Meter:
             None if data["a"] is None else float(data["a"]),
             int(data["n"]),
         )
+
+
+class RealPriorities(Mapping[str, float]):
+    """The meters' real priorities at ``at``, each worked out when first read.
+
+    A cycle reads those of the tenants and queues with work, of all the accountant has ever seen
+    (hundreds over a long trace), and a real priority costs an exponential. Read it before the
+    meters next change, as a cycle does: the meters are the accountant's own, not copies.
+    """
+
+    __slots__ = ("_meters", "_at", "_read")
+
+    def __init__(self, meters: Mapping[str, Meter], at: float) -> None:
+        self._meters = dict(meters)
+        self._at = at
+        self._read: dict[str, float] = {}
+
+    def __getitem__(self, name: str) -> float:
+        rup = self._read.get(name)
+        if rup is None:
+            rup = self._read[name] = self._meters[name].rup_at(self._at)
+        return rup
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._meters)
+
+    def __len__(self) -> int:
+        return len(self._meters)

@@ -11,7 +11,7 @@ from federation.models.cluster import Assignment, Cancellation, ClusterReport, C
 from member_agent.agent import Agent
 from member_agent.backends.base import NodeView
 from member_agent.backends.simulated import SimulatedBackend
-from member_agent.capacity import ShapeKeys, summarise
+from member_agent.capacity import ShapeSummary
 from member_agent.local_scheduler import LocalScheduler
 from policies.clock import ManualClock
 
@@ -31,7 +31,7 @@ class Member:
         self.assignments: list[Assignment] = []
         self.cancellations: list[Cancellation] = []
         self._sent = _report([])
-        self._shape_keys = ShapeKeys()
+        self._summary = ShapeSummary()
 
     def updates(self) -> list[StatusUpdate]:
         """Observe the backend: the job updates the agent's next report carries."""
@@ -46,7 +46,7 @@ class Member:
         the agent reports node by node for a small cluster, in fewer entries for the federation to scan.
         """
         return ClusterReport.model_construct(
-            nodes=summarise(self.backend.nodes(), per_node_limit=0, shape_key=self._shape_keys),
+            nodes=self._summary(self.backend.nodes()),
             running=self.agent.tracker.running(),
             updates=[],
             known=None,

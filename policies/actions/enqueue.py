@@ -21,7 +21,8 @@ class Enqueue(Action):
     def execute(self, ssn: Session) -> None:
         factor = self.arguments.number("overcommitFactor", 1.2)
         lookahead = int(self.arguments.number("lookahead", 64))
-        window = res.scale(res.total(res.add(n.idle, n.releasing) for n in ssn.nodes if not n.unschedulable), factor)
+        free = (res.add(n.idle, n.releasing) if n.releasing else n.idle for n in ssn.nodes if not n.unschedulable)
+        window = res.scale(res.total(free), factor)
         admitted: set[str] = set()
         refused = 0
         jobs = OrderedJobs(ssn)

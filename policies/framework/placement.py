@@ -4,17 +4,19 @@ Predicates and node scores depend only on a task's shape (resources, selector) a
 state, so the placer keeps, per shape, a heap of feasible nodes by score. Every change to a node
 bumps its version and is logged; a heap re-evaluates only the nodes changed since it last looked.
 A cycle that places 10,000 tasks on 1,000 nodes therefore evaluates each node once per shape plus
-once per change, and a task that fits nowhere costs O(1) once the cluster is full.
+once per change, and a task that fits nowhere costs O(1) once the cluster is full. A caller that
+keeps its nodes between cycles (a member agent) also keeps their evaluations (``NodeEvaluations``),
+so a cycle evaluates only the nodes that changed since the last one.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections import Counter
-from itertools import groupby
 from typing import TYPE_CHECKING
 
 from policies import resources as res
+from policies.framework.conf import SchedulerConf
 from policies.framework.decisions import FAIR_SHARE, INSUFFICIENT, RESERVATION, split_reason
 from policies.framework.statement import Statement
 from policies.resources import Resources
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from policies.framework.session import Session
 
 Signature = tuple[tuple[tuple[str, float], ...], tuple[tuple[str, str], ...]]
+Judgement = tuple[str | None, float]  # (why the node cannot take the task, or None; its score then)
 
 
 class _Shape:
@@ -39,10 +42,40 @@ class _Shape:
         self.summary_at = -1
 
 
+class NodeEvaluations:
+    """Each node's judgement per task shape, kept by the caller from one session to the next.
+
+    A judgement depends only on the task's shape and the node's state, under the session's conf.
+    Sessions put back every node they change, so a node the caller hands the next session as the
+    very same ``NodeInfo`` (under the same conf) is judged as before. Only the shapes the last
+    session looked at are kept.
+    """
+
+    def __init__(self) -> None:
+        self._conf: SchedulerConf | None = None
+        self._last: dict[Signature, dict[str, tuple[NodeInfo, Judgement]]] = {}
+        self._current: dict[Signature, dict[str, tuple[NodeInfo, Judgement]]] = {}
+
+    def begin(self, conf: SchedulerConf) -> None:
+        """A session opens: what the previous one found is what this one may reuse."""
+        self._last = self._current if conf is self._conf else {}
+        self._current = {}
+        self._conf = conf
+
+    def recall(self, sig: Signature) -> dict[str, tuple[NodeInfo, Judgement]]:
+        return self._last.get(sig, {})
+
+    def keep(self, sig: Signature, judged: dict[str, tuple[NodeInfo, Judgement]]) -> None:
+        self._current[sig] = judged
+
+
 class Placer:
-    def __init__(self, ssn: Session) -> None:
+    def __init__(self, ssn: Session, evaluations: NodeEvaluations | None = None) -> None:
         self.ssn = ssn
         self._shapes: dict[Signature, _Shape] = {}
+        self._evaluations = evaluations
+        if evaluations is not None:
+            evaluations.begin(ssn.conf)
 
     @staticmethod
     def signature(task: TaskInfo, job: JobInfo) -> Signature:
@@ -57,23 +90,49 @@ class Placer:
             return None
         return INSUFFICIENT
 
+    def _judge(self, task: TaskInfo, job: JobInfo, node: NodeInfo) -> Judgement:
+        reason = self._check(task, job, node)
+        return reason, self.ssn.node_score(task, job, node) if reason is None else 0.0
+
     def _evaluate(self, shape: _Shape, i: int) -> None:
-        node = self.ssn.nodes[i]
-        reason = self._check(shape.task, shape.job, node)
+        """Judge node ``i`` again after it changed."""
+        reason, score = self._judge(shape.task, shape.job, self.ssn.nodes[i])
         if reason is None:
-            score = self.ssn.node_score(shape.task, shape.job, node)
             heapq.heappush(shape.heap, (-score, i, self.ssn.node_version[i]))
             shape.fails.pop(i, None)
         else:
             shape.fails[i] = reason
+
+    def _build(self, sig: Signature, shape: _Shape) -> None:
+        """Judge every node for a shape new to this session, reusing the last session's judgement of a
+        node this session has not changed and the caller handed over unchanged."""
+        known = self._evaluations.recall(sig) if self._evaluations is not None else {}
+        judged: dict[str, tuple[NodeInfo, Judgement]] = {}
+        version = self.ssn.node_version
+        for i, node in enumerate(self.ssn.nodes):
+            if version[i]:
+                reason, score = self._judge(shape.task, shape.job, node)
+            else:
+                seen = known.get(node.name)
+                if seen is not None and seen[0] is node:
+                    reason, score = seen[1]
+                else:
+                    reason, score = self._judge(shape.task, shape.job, node)
+                judged[node.name] = (node, (reason, score))
+            if reason is None:
+                shape.heap.append((-score, i, version[i]))
+            else:
+                shape.fails[i] = reason
+        heapq.heapify(shape.heap)
+        if self._evaluations is not None:
+            self._evaluations.keep(sig, judged)
 
     def _shape(self, task: TaskInfo, job: JobInfo) -> _Shape:
         sig = self.signature(task, job)
         shape = self._shapes.get(sig)
         if shape is None:
             shape = self._shapes[sig] = _Shape(task, job)
-            for i in range(len(self.ssn.nodes)):
-                self._evaluate(shape, i)
+            self._build(sig, shape)
             shape.cursor = len(self.ssn.changes)
         else:
             changes = self.ssn.changes
@@ -200,7 +259,14 @@ class Placer:
 def _runs(tasks: list[TaskInfo]) -> list[tuple[TaskInfo, int]]:
     """Consecutive tasks sharing one resources dict (a gang's replicas) as (first task, count)."""
     runs: list[tuple[TaskInfo, int]] = []
-    for _, group in groupby(tasks, key=lambda t: id(t.resources)):
-        members = list(group)
-        runs.append((members[0], len(members)))
+    first, count = None, 0
+    for task in tasks:
+        if first is not None and task.resources is first.resources:
+            count += 1
+            continue
+        if first is not None:
+            runs.append((first, count))
+        first, count = task, 1
+    if first is not None:
+        runs.append((first, count))
     return runs

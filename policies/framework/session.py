@@ -1,9 +1,10 @@
 """Session: one scheduling cycle over a snapshot, at either level.
 
-The session owns copies of the nodes (or clusters) and changes task states in place while it
-runs; ``close_session`` puts every task it touched back, so the caller's snapshot objects (which
-the global level keeps across cycles in a PendingIndex) come out unchanged. Decisions are the
-only output.
+The session changes the snapshot's nodes (or clusters) and task states in place while it runs;
+``close_session`` puts every node and task it touched back, so the caller's snapshot objects (which
+the global level keeps across cycles in a PendingIndex, and the local level keeps while a node is
+unchanged) come out unchanged. A node is copied only when the session first changes it: most
+cycles touch a few nodes of hundreds. Decisions are the only output.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ class Session:
         self.clock = clock
         self.now = clock.now()
         self.whole_job = conf.placement == "job"
-        self.nodes: list[NodeInfo] = [n.clone() for n in snapshot.nodes]
+        self.nodes: list[NodeInfo] = list(snapshot.nodes)
+        self._saved: dict[int, NodeInfo] = {}  # node index -> its state before this session changed it
         self.node_index = {n.name: i for i, n in enumerate(self.nodes)}
         self.node_version = [0] * len(self.nodes)
         self.changes: list[int] = []
@@ -101,7 +103,7 @@ class Session:
         self._pending: dict[str, int] = {}
         from policies.framework.placement import Placer
 
-        self.placer: Placer = Placer(self)
+        self.placer: Placer = Placer(self, snapshot.evaluations)
         self.plugins: list[Plugin] = []
         for tier, plugin_confs in enumerate(conf.tiers):
             for pc in plugin_confs:
@@ -272,7 +274,10 @@ class Session:
         return self._pending[job.id]
 
     def pending_tasks(self, job: JobInfo) -> list[TaskInfo]:
-        tasks = [t for t in job.tasks if t.status == TaskStatus.PENDING]
+        if self.pending_count(job) == len(job.tasks):
+            tasks = list(job.tasks)  # a job not started yet, the common case: no task to test
+        else:
+            tasks = [t for t in job.tasks if t.status == TaskStatus.PENDING]
         if len(tasks) > 1 and self.hooks.has("task_order"):
             tasks.sort(key=self.task_key)
         return tasks
@@ -303,7 +308,10 @@ class Session:
         return self.nodes[self.node_index[name]]
 
     def _touch(self, node: NodeInfo) -> None:
+        """``node`` is about to change: keep its state for ``close`` (first change only), log the change."""
         i = self.node_index[node.name]
+        if i not in self._saved:
+            self._saved[i] = node.clone()
         self.node_version[i] += 1
         self.changes.append(i)
 
@@ -316,18 +324,18 @@ class Session:
         self.hooks.call("on_allocate" if sign > 0 else "on_deallocate", task, job)
 
     def allocate_task(self, task: TaskInfo, job: JobInfo, node: NodeInfo) -> object:
+        self._touch(node)
         token = node.take(task.resources)
         self._set_status(task, job, TaskStatus.ALLOCATED, node.name)
-        self._touch(node)
         if self.book is not None:
             self.book.consume(node.name, task.resources, self.now, self.now + (job.walltime or float("inf")))
         self._held(task, job, 1.0)
         return token
 
     def unallocate_task(self, task: TaskInfo, job: JobInfo, node: NodeInfo, token: object) -> None:
+        self._touch(node)
         node.give(task.resources, token)  # type: ignore[arg-type]
         self._set_status(task, job, TaskStatus.PENDING, "")
-        self._touch(node)
         if self.book is not None:
             self.book.consume(
                 node.name, res.scale(task.resources, -1.0), self.now, self.now + (job.walltime or float("inf"))
@@ -335,31 +343,31 @@ class Session:
         self._held(task, job, -1.0)
 
     def pipeline_task(self, task: TaskInfo, job: JobInfo, node: NodeInfo) -> None:
+        self._touch(node)
         res.iadd(node.pipelined, task.resources)
         self._set_status(task, job, TaskStatus.PIPELINED, node.name)
-        self._touch(node)
         self._held(task, job, 1.0)
 
     def unpipeline_task(self, task: TaskInfo, job: JobInfo, node: NodeInfo) -> None:
+        self._touch(node)
         res.isub(node.pipelined, task.resources)
         self._set_status(task, job, TaskStatus.PENDING, "")
-        self._touch(node)
         self._held(task, job, -1.0)
 
     def evict_task(self, task: TaskInfo, job: JobInfo) -> TaskStatus:
         node = self.node(task.node)
         before = task.status
+        self._touch(node)
         res.iadd(node.releasing, task.resources)
         self._set_status(task, job, TaskStatus.RELEASING, task.node)
-        self._touch(node)
         self._held(task, job, -1.0)
         return before
 
     def unevict_task(self, task: TaskInfo, job: JobInfo, before: TaskStatus) -> None:
         node = self.node(task.node)
+        self._touch(node)
         res.isub(node.releasing, task.resources)
         self._set_status(task, job, before, task.node)
-        self._touch(node)
         self._held(task, job, 1.0)
 
     def record_bind(self, task: TaskInfo, job: JobInfo, pipelined: bool) -> None:
@@ -402,16 +410,19 @@ class Session:
             task.status = status
             task.node = node
         self._journal.clear()
+        for i, saved in self._saved.items():
+            self.nodes[i].restore(saved)
+        self._saved.clear()
         self.decisions.plugin_seconds = dict(self.hooks.seconds)
         return self.decisions
 
 
 def open_session(conf: SchedulerConf, snapshot: Snapshot, clock: Clock) -> Session:
-    """Open a session: copy the nodes, build the queue tree, open every plugin of every tier."""
+    """Open a session: build the queue tree, open every plugin of every tier."""
     load_builtins()
     return Session(conf, snapshot, clock)
 
 
 def close_session(ssn: Session) -> Decisions:
-    """Close the plugins, restore the tasks the session touched, and return its decisions."""
+    """Close the plugins, restore the nodes and tasks the session touched, and return its decisions."""
     return ssn.close()

@@ -101,7 +101,9 @@ class FairShare(Plugin):
 
         def allocatable(task: TaskInfo, job: JobInfo) -> str | None:
             need = units(task.resources)
-            placing = units(res.total(t.resources for t in job.tasks if t.status in PLACING))
+            placing = 0.0
+            if ssn.pending_count(job) < len(job.tasks):  # else nothing of it is placed: no task to sum
+                placing = units(res.total(t.resources for t in job.tasks if t.status in PLACING))
             # Caps are hard. A fair-share slice holds a queue (or tenant) back only once it has reached
             # it: one that is below its slice may take a job that overshoots, as HTCondor's negotiator
             # does, so a job larger than the rest of the slice is limited by capacity (and can reserve)

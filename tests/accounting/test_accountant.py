@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from federation.accounting import Accountant, queue_ancestry
 from policies.clock import ManualClock
@@ -138,3 +140,29 @@ def test_events_dated_in_the_past_apply_at_the_latest_time_seen() -> None:
 def test_queue_ancestry() -> None:
     assert queue_ancestry("a.b.c") == ["a.b.c", "a.b", "a", ""]
     assert queue_ancestry("a") == ["a", ""]
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["alice", "bob", "carol"]), st.sampled_from(["a", "a.x", "b"]), st.integers(1, 8)),
+        min_size=1,
+        max_size=12,
+    ),
+    st.lists(st.sampled_from(["alice", "bob", "carol", "dave", "a", "a.x", "b", "", "c"]), max_size=12),
+)
+def test_real_priorities_read_when_asked_are_those_of_every_meter_now(
+    runs: list[tuple[str, str, int]], reads: list[str]
+) -> None:
+    clock = ManualClock(T0)
+    acct = accountant(clock)
+    for n, (tenant, queue, cpu) in enumerate(runs):
+        acct.start(f"j{n}", tenant, queue, "east", {"cpu": cpu}, at=T0 + 600 * n)
+        if n % 3 == 2:
+            acct.stop(f"j{n - 1}", at=T0 + 600 * n + 300)
+        at = T0 + 600 * n + 450
+        usage = acct.usage(at)
+        for name in reads:  # some names twice, some unknown
+            for rups, meters in ((usage.tenant_rup, acct._tenants), (usage.queue_rup, acct._queues)):
+                expected = meters[name].rup_at(at) if name in meters else None
+                assert rups.get(name) == expected
+        assert dict(usage.tenant_rup) == {t: m.rup_at(at) for t, m in acct._tenants.items()}

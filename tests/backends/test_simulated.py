@@ -7,10 +7,12 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from federation.models import JobSpecBody, TaskSpec
 from member_agent.backends.base import Backend, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskStatus
 from member_agent.backends.simulated import SimulatedBackend, nodes_from_groups
-from member_agent.capacity import ShapeKeys, summarise
-from member_agent.local_scheduler import LocalScheduler, _node_info
+from member_agent.capacity import ShapeSummary, summarise
+from member_agent.local_scheduler import LocalPlan, LocalScheduler, _node_info
+from member_agent.tracker import LocalJob
 from policies.clock import ManualClock
 
 GiB = 2.0**30
@@ -246,7 +248,20 @@ def test_next_event_time_is_the_earliest_running_end() -> None:
     assert backend.next_event_time() is None
 
 
-NODES = [NodeView(f"n{i}", {"cpu": float(cpu), "memory": mem * GiB}) for i, (cpu, mem) in enumerate([(4, 8), (2, 2)])]
+NODES = [
+    NodeView(f"n{i}", {"cpu": float(cpu), "memory": mem * GiB})
+    for i, (cpu, mem) in enumerate([(4, 8), (2, 2), (2, 2), (4, 8)])
+]
+
+
+def probe(job: str, replicas: int, cpu: float, gib: float) -> LocalJob:
+    """A job waiting on the cluster, for comparing local plans."""
+    task = TaskSpec(replicas=replicas, resources={"cpu": cpu, "memory": gib * GiB})
+    return LocalJob(job, 1, queue="default", spec=JobSpecBody(queue="default", tasks=[task]))
+
+
+def outcome(plan: LocalPlan) -> tuple[object, ...]:
+    return [(job.job_id, placement) for job, placement in plan.launches], plan.reasons
 
 
 class NeverOverAllocates(RuleBasedStateMachine):
@@ -258,7 +273,7 @@ class NeverOverAllocates(RuleBasedStateMachine):
         self.backend = SimulatedBackend(NODES, self.clock)
         self.launched: dict[tuple[str, int], TaskLaunch] = {}
         self.jobs = 0
-        self.shape_keys = ShapeKeys()
+        self.summary = ShapeSummary()
         self.scheduler = LocalScheduler(self.clock)
 
     def running_usage(self) -> dict[str, dict[str, float]]:
@@ -325,11 +340,18 @@ class NeverOverAllocates(RuleBasedStateMachine):
     @invariant()
     def what_is_remembered_of_each_node_matches_a_rebuild(self) -> None:
         views = self.backend.nodes()
-        assert summarise(views, 0, self.shape_keys) == summarise(views, 0)
+        assert self.summary(views) == summarise(views, 0)
         kept = self.scheduler._node_infos(views)
         fresh = [_node_info(view) for view in views]
         facts = lambda n: (n.name, n.allocatable, n.idle, n.used, n.labels, n.unschedulable)  # noqa: E731
         assert [facts(n) for n in kept] == [facts(n) for n in fresh]
+
+    @invariant()
+    def a_plan_over_kept_nodes_and_judgements_matches_a_fresh_scheduler(self) -> None:
+        views = self.backend.nodes()
+        waiting = [probe("p1", 1, 0.5, 1), probe("p2", 2, 1.5, 0), probe("p3", 1, 3.0, 4)]
+        kept = self.scheduler.plan(waiting, [], views)
+        assert outcome(kept) == outcome(LocalScheduler(self.clock).plan(waiting, [], views))
 
     @rule()
     def poll(self) -> None:
