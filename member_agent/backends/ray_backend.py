@@ -253,7 +253,12 @@ class RayBackend:
         """Start watching a run: one pending ``wait`` call that resolves when its process ends."""
         info = state["info"]
         name = run_name(info["job_id"], info["epoch"], info["task_name"], info["index"])
-        run = _Run(handle, status_of(state), info["placement_group"])
+        status = status_of(state)
+        if status.phase.terminal:
+            # Ended before we looked (a short command, a busy machine): report the start now and let the
+            # end come through the wait below, which also frees the actor and its placement group.
+            status = replace(status, phase=TaskPhase.RUNNING, exit_code=None, reason="", log_tail="", finished_at=None)
+        run = _Run(handle, status, info["placement_group"])
         self._runs[name] = run
         self._watch(name, run)
         if run.placement_group:

@@ -239,6 +239,38 @@ def test_a_second_backend_adopts_and_can_kill_the_first_ones_runs(
     restarted.close()
 
 
+def test_a_run_that_ends_before_its_launch_looks_is_reported_started_then_ended_and_freed(
+    backend: RayBackend, node: NodeView, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A short command on a busy machine can end before launch reads its first status."""
+    handles: list[object] = []
+    create = backend._create_actor
+    real_get = ray.get
+
+    def created(*args: object) -> object:
+        handles.append(create(*args))  # type: ignore[arg-type]
+        return handles[-1]
+
+    def status_once_ended(_refs: object, timeout: float | None = None) -> list[dict[str, object]]:
+        deadline = time.monotonic() + DEADLINE
+        while time.monotonic() < deadline:
+            states = real_get([h.status.remote() for h in handles], timeout=timeout)  # type: ignore[attr-defined]
+            if all(TaskPhase(state["phase"]).terminal for state in states):
+                return states  # type: ignore[no-any-return]
+            time.sleep(0.05)
+        pytest.fail("the command did not end")
+
+    monkeypatch.setattr(backend, "_create_actor", created)
+    monkeypatch.setattr(ray, "get", status_once_ended)
+    backend.launch([task(node, "quick", ["true"])])
+    monkeypatch.setattr(ray, "get", real_get)
+
+    events = poll_until(backend, terminal)
+    assert [e.phase for e in events] == [TaskPhase.RUNNING, TaskPhase.SUCCEEDED]
+    assert events[-1].exit_code == 0 and events[-1].finished_at is not None
+    eventually(lambda: backend.tasks() == [], "the ended run's actor freed, not adopted again")
+
+
 def test_a_run_is_launched_at_most_once_per_epoch(backend: RayBackend, node: NodeView) -> None:
     backend.launch([task(node, "once", ["sleep", "60"])])
     with pytest.raises(LaunchError, match="already launched"):
