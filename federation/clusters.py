@@ -10,6 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import structlog
+from pydantic import ValidationError
+
 from federation import keys
 from federation.auth import Role, TokenStore
 from federation.jobs import Change, JobRepository, NotFound, StoredJob, commit_batched, prepare_transition
@@ -27,6 +30,8 @@ from federation.models.cluster import (
 )
 from federation.store import KeyValue, Op, Store, get_many
 from policies.clock import Clock
+
+log = structlog.get_logger("fedq.clusters")
 
 _AGENT_TRANSITIONS: dict[JobState, frozenset[JobState]] = {
     JobState.ADMITTED: frozenset({JobState.DISPATCHED}),
@@ -84,8 +89,14 @@ class ClusterService:
         return None if kv is None else ClusterRecord.model_validate_json(kv.value)
 
     async def all(self) -> list[tuple[ClusterRecord, LatestReport | None]]:
-        stored = await self.store.range(keys.REPORTS)
-        reports = {kv.key.removeprefix(keys.REPORTS): LatestReport.from_bytes(kv.value) for kv in stored}
+        """Every joined cluster with its last report; a report that cannot be read (an older format, an
+        outside write) counts as none until the cluster's next report replaces it."""
+        reports = {}
+        for kv in await self.store.range(keys.REPORTS):
+            try:
+                reports[kv.key.removeprefix(keys.REPORTS)] = LatestReport.from_bytes(kv.value)
+            except ValidationError as exc:
+                log.warning("ignoring a stored report that cannot be read", key=kv.key, error=str(exc))
         records = [ClusterRecord.model_validate_json(kv.value) for kv in await self.store.range(keys.CLUSTERS)]
         return [(record, reports.get(record.name)) for record in records]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -209,6 +210,17 @@ async def test_clusters_list_state_and_cordon(api: Api) -> None:
     api.clock.advance(3600)
     clusters = (await api.http.get("/v1/clusters", headers=api.auth("admin"))).json()["items"]
     assert clusters[0]["state"] == "Unreachable"
+
+
+async def test_a_stored_report_that_cannot_be_read_counts_as_none_until_the_next(api: Api) -> None:
+    east = await join(api, "east")
+    old_format = {"time": api.clock.now(), "report": {"nodes": [NODE]}}  # what stores held before the compact form
+    await api.store.put(keys.report("east"), json.dumps(old_format).encode())
+    clusters = (await api.http.get("/v1/clusters", headers=api.auth("admin"))).json()["items"]
+    assert [(c["name"], c["state"]) for c in clusters] == [("east", "Unreachable")]
+    await report(api, "east", east)
+    clusters = (await api.http.get("/v1/clusters", headers=api.auth("admin"))).json()["items"]
+    assert [(c["name"], c["state"]) for c in clusters] == [("east", "Ready")]
 
 
 async def test_bad_reports_are_refused_and_change_nothing(api: Api) -> None:
