@@ -12,7 +12,7 @@ from typing import Any
 import structlog
 
 from federation.client import FedqClient, FedqError
-from federation.models.cluster import ClusterReport, ReportReply
+from federation.models.cluster import MAX_ITEMS_PER_REPORT, MAX_RUNNING_PER_REPORT, ClusterReport, ReportReply
 from member_agent.backends.base import Backend, LaunchError
 from member_agent.capacity import summarise
 from member_agent.local_scheduler import LocalScheduler
@@ -95,10 +95,19 @@ class Agent:
                 self.backend.kill(failed.job_id, failed.epoch, "gang member failed")
 
     def build_report(self) -> ClusterReport:
+        """What the federation hears this round, within the report's limits: updates beyond
+        ``MAX_ITEMS_PER_REPORT`` wait for the next report (they are acknowledged in order), and past
+        ``MAX_RUNNING_PER_REPORT`` running jobs only those ending soonest are listed. The federation
+        charges a running job it is not told of against the cluster's free capacity, so a shorter
+        list only makes it cautious; a report over the limits would be refused whole, every time."""
+        running = self.tracker.running()
+        if len(running) > MAX_RUNNING_PER_REPORT:
+            running.sort(key=lambda job: (job.expected_end is None, job.expected_end or 0.0))
+            del running[MAX_RUNNING_PER_REPORT:]
         return ClusterReport(
             nodes=summarise(self.backend.nodes()),
-            running=self.tracker.running(),
-            updates=self.tracker.outbox(),
+            running=running,
+            updates=self.tracker.outbox()[:MAX_ITEMS_PER_REPORT],
             known=None if self._reconciled else self.tracker.known(),
         )
 

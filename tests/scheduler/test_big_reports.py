@@ -8,6 +8,7 @@ import pytest
 from federation import keys
 from federation.auth import Role
 from federation.clusters import ReportTooLarge
+from federation.models import JobState
 from federation.models.cluster import ClusterReport, JoinRequest, NodeReport, RunningJob
 from tests.scheduler.conftest import HarnessFactory
 
@@ -40,3 +41,20 @@ async def test_a_report_that_cannot_be_stored_is_refused_and_changes_nothing(mak
     with pytest.raises(ReportTooLarge, match="30000 running jobs"):
         await h.clusters.report("big", ClusterReport(nodes=NODES, running=running(30_000, width=120)))
     assert await h.store.get(keys.report("big")) == before
+
+
+async def test_an_agent_over_the_report_limits_sends_what_fits_and_the_rest_next(
+    make_harness: HarnessFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("member_agent.agent.MAX_RUNNING_PER_REPORT", 2)
+    monkeypatch.setattr("member_agent.agent.MAX_ITEMS_PER_REPORT", 1)
+    h = await make_harness({}, {"queues": [{"name": "a"}]})
+    agent = await h.join("c1", [{"count": 1, "resources": {"cpu": 4}}])
+    jobs = [await h.submit("t", cpu=1, runtime=1000, walltime=walltime) for walltime in (300, 100, 200)]
+    await h.tick()
+    assert len(agent.build_report().updates) == 1  # admissions and starts to tell, one per report
+    for _ in range(3):
+        await h.tick(1)
+    assert {(await h.job(job)).state for job in jobs} == {JobState.RUNNING}  # the rest followed, in order
+    listed = [entry.job_id for entry in agent.build_report().running]
+    assert listed == [jobs[1], jobs[2]]  # the two that end soonest
