@@ -210,7 +210,7 @@ class ClusterService:
             cancelled = update.state is JobState.CANCELLED
             order = await self.store.get(keys.cancel(name, update.job_id)) if cancelled else None
             problem, change = _plan(name, stored, update, now, order)
-            if change is None or (await self.store.txn([change.guard], change.ops, [])).succeeded:
+            if change is None or await commit_batched(self.store, [change]):
                 return problem
         return "job kept changing; will retry on the next report"
 

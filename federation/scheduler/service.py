@@ -106,7 +106,7 @@ class SchedulerService:
         for kv in snapshot.kvs:
             self._apply_kv(state, kv)
         if self.leading:
-            self._reconcile_accounting(state, await self._recorded_ends(state))
+            await self._stop_ended_runs(state)
         # The loaded state lives as long as the process follows the store: keep it out of the cyclic
         # collector's full passes, which would otherwise walk every pending job again and again.
         gc.freeze()
@@ -229,12 +229,11 @@ class SchedulerService:
         assert self.state is not None
         await self.sync()  # the state holds every write the last leader made before its lease ran out
         await self.accountant.load(self.store)
-        ends = await self._recorded_ends(self.state)
+        await self._stop_ended_runs(self.state)
         for job_id, entry in self.state.entries.items():
             if entry.state is JobState.RUNNING and entry.started_at is not None:
                 info = entry.info
                 self.accountant.start(job_id, info.tenant, info.queue, entry.cluster, held_by(info), entry.started_at)
-        self._reconcile_accounting(self.state, ends)
         self.leading = True
         log.info("took over as leader", jobs=len(self.state.entries), pending=len(self.state.pending))
 
@@ -245,22 +244,17 @@ class SchedulerService:
         self.leading = False
         self.metrics.leader.set(0)
 
-    async def _recorded_ends(self, state: FederationState) -> dict[str, float]:
-        """When the runs the accountant counts but ``state`` has not running ended, as recorded."""
-        running = {job_id for job_id, entry in state.entries.items() if entry.state is JobState.RUNNING}
-        gone = sorted(self.accountant.running() - running)
+    async def _stop_ended_runs(self, state: FederationState) -> None:
+        """A saved accounting can trail the jobs: stop runs that ended while no leader was counting, at
+        their recorded end (now, for a job no longer in the store or one that ended since it was read).
+        The records are read first; the stops after them have no await."""
+        gone = sorted(self.accountant.running() - state.running_ids())
         ends = {}
         for job_id, kv in zip(gone, await get_many(self.store, [keys.job(job_id) for job_id in gone]), strict=True):
             end = JobRecord.from_bytes(kv.value).end_time if kv is not None else None
             if end is not None:
                 ends[job_id] = end
-        return ends
-
-    def _reconcile_accounting(self, state: FederationState, ends: dict[str, float]) -> None:
-        """A saved accounting can trail the jobs: stop runs that ended while no leader was counting, at
-        their recorded end (now, for a job no longer in the store or one that ended since it was read)."""
-        running = {job_id for job_id, entry in state.entries.items() if entry.state is JobState.RUNNING}
-        for job_id in self.accountant.running() - running:
+        for job_id in self.accountant.running() - state.running_ids():
             self.accountant.stop(job_id, ends.get(job_id, self.clock.now()))
 
     def _fence(self) -> Any:
@@ -423,19 +417,16 @@ class SchedulerService:
 
     async def _requeue_lost(self, now: float) -> None:
         assert self.state is not None and self.committer is not None
-        changes: dict[int, tuple[str, Change]] = {}
         for name in self.state.lost_clusters(now, self.config.cluster.requeue_after):
-            view = self.state.clusters[name]
-            for job_id in list(view.jobs):
+            changes = []
+            for job_id in list(self.state.clusters[name].jobs):
                 entry = self.state.entries.get(job_id)
                 if entry is not None and entry.state in ON_CLUSTER:
-                    change = requeue_change(entry, now, f"requeued: cluster {name} lost")
-                    changes[id(change)] = (name, change)
-        if changes:
-            landed = await self._commit([change for _, change in changes.values()])
-            for change in landed:
-                self.metrics.requeued.labels(cluster=changes[id(change)][0]).inc()
-            log.warning("requeued jobs of lost clusters", jobs=len(landed))
+                    changes.append(requeue_change(entry, now, f"requeued: cluster {name} lost"))
+            if changes:
+                landed = await self._commit(changes)
+                self.metrics.requeued.labels(cluster=name).inc(len(landed))
+                log.warning("requeued jobs of a lost cluster", cluster=name, jobs=len(landed))
 
     async def _commit(self, changes: list[Change]) -> list[Change]:
         """Commit, and account for what landed (the watch skips our own commits)."""

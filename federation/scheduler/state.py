@@ -259,6 +259,10 @@ class FederationState:
             return f"the gang needs {_show(need)} at once: more than any matching cluster has"
         return None
 
+    def running_ids(self) -> set[str]:
+        """The jobs whose records say they run on a cluster now."""
+        return {job_id for job_id, entry in self.entries.items() if entry.state is JobState.RUNNING}
+
     def finished_before(self, time: float) -> list[tuple[str, int, str, str]]:
         """Take the finished jobs that ended before ``time``: (id, revision, state, queue) each. They
         stay in ``finished`` until their deletion arrives."""
