@@ -17,6 +17,7 @@ from policies.resources import Resources
 if TYPE_CHECKING:
     from policies.framework.placement import NodeEvaluations
     from policies.ordering import PendingIndex
+    from policies.profile import Releases
 
 ROOT = ""
 
@@ -288,3 +289,6 @@ class Snapshot:
     held: dict[tuple[str, str], Resources] | None = None
     # The nodes' judgements per task shape, when the caller keeps its nodes between cycles.
     evaluations: NodeEvaluations | None = None
+    # When the running tasks free what they hold, per node, when the caller keeps that across cycles
+    # (then a reservation need not walk every running task).
+    releases: Mapping[str, Releases] | None = None

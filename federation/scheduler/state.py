@@ -14,6 +14,7 @@ from federation.models import JobRecord, JobState, QueueTree
 from federation.models.cluster import ClusterReport, LatestReport, NodeReport, summed
 from policies import JobInfo, NodeInfo, NodeShape, PendingIndex, QueueInfo, Snapshot, TaskInfo, TaskStatus, Usage
 from policies import resources as res
+from policies.profile import Releases
 from policies.resources import Resources
 
 ON_CLUSTER = frozenset({JobState.DISPATCHED, JobState.ADMITTED, JobState.RUNNING})
@@ -77,6 +78,10 @@ class ClusterView:
     # report arrives or a charged job leaves (then rebuilt from the report in dispatch order).
     room: NodeInfo | None = None
     charged: set[str] = field(default_factory=set)
+    # Its jobs as the snapshot shows them, and when they free what they hold, for reservations: kept
+    # between cycles, dropped when a job arrives, starts, leaves or gets a new expected end.
+    running: list[JobInfo] = field(default_factory=list)
+    releases: Releases | None = None
 
 
 class FederationState:
@@ -144,6 +149,8 @@ class FederationState:
         if record.state in ON_CLUSTER and record.cluster:
             view = self.clusters.setdefault(record.cluster, ClusterView(record.cluster))
             view.jobs[record.id] = None
+            if old is None or (old.cluster, old.started_at) != (record.cluster, record.start_time):
+                view.releases = None
             if self._holding.get(record.id) is not info:
                 self._hold(record.id, info)
             if view.room is not None:
@@ -166,6 +173,7 @@ class FederationState:
         view = self.clusters.get(cluster)
         if view is not None and job_id in view.jobs:
             del view.jobs[job_id]
+            view.releases = None
             self._hold(job_id, None)
             if job_id in view.charged:
                 view.room = None
@@ -212,7 +220,10 @@ class FederationState:
             self.shapes_version += 1
         view.nodes = latest.nodes
         view.reported_running = {(job_id, epoch) for job_id, epoch, _ in latest.running}
-        view.expected_end = {job_id: end for job_id, _, end in latest.running if end is not None}
+        expected_end = {job_id: end for job_id, _, end in latest.running if end is not None}
+        if expected_end != view.expected_end:
+            view.expected_end = expected_end
+            view.releases = None
         view.room = None
 
     def set_queues(self, tree: QueueTree | None) -> None:
@@ -284,15 +295,32 @@ class FederationState:
         """Clusters as nodes with node shapes, free capacity net of dispatches not yet in a report."""
         nodes: list[NodeInfo] = []
         running: list[JobInfo] = []
+        releases: dict[str, Releases] = {}
         for view in self.clusters.values():
-            for job_id in view.jobs:
-                entry = self.entries.get(job_id)
-                if entry is not None:
-                    running.append(self._running_job(entry, view))
+            if view.releases is None:
+                view.running = [
+                    self._running_job(entry, view) for job_id in view.jobs if (entry := self.entries.get(job_id))
+                ]
+                view.releases = Releases(
+                    (t.expected_end, t.resources)
+                    for job in view.running
+                    for t in job.tasks
+                    if t.expected_end is not None
+                )
+            running += view.running
+            releases[view.name] = view.releases
             node = self._room(view).clone()
             node.unschedulable = view.cordoned or view.report_time is None or now - view.report_time > lost_after
             nodes.append(node)
-        return Snapshot(nodes, running, dict(self.queues), usage or Usage(), pending=self.pending, held=self.held)
+        return Snapshot(
+            nodes,
+            running,
+            dict(self.queues),
+            usage or Usage(),
+            pending=self.pending,
+            held=self.held,
+            releases=releases,
+        )
 
     def _room(self, view: ClusterView) -> NodeInfo:
         """The cluster's capacity as reported, with every in-flight dispatch charged (built once per report)."""

@@ -2,29 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from policies import resources as res
 from policies.framework.decisions import RESERVED, TOO_BIG
 from policies.framework.session import Session
-from policies.profile import ReservationBook
+from policies.profile import Releases, ReservationBook
+from policies.resources import Resources
 from policies.snapshot import OCCUPYING, JobInfo, TaskStatus
 
 
 def reservation_book(ssn: Session) -> ReservationBook:
-    """The session's book, built on first use from idle resources and expected task ends."""
+    """The session's book, built on first use from idle resources and expected task ends (kept by
+    the snapshot's caller across cycles, or gathered here from the running jobs)."""
     if ssn.book is None:
         idle = {n.name: res.sub(res.add(n.idle, n.releasing), n.pipelined) for n in ssn.nodes if not n.unschedulable}
-        ends = [
-            (t.node, t.expected_end, t.resources)
-            for job in ssn.running_jobs
-            for t in job.tasks
-            if t.status in OCCUPYING and t.status != TaskStatus.RELEASING and t.expected_end is not None
-        ]
+        releases = ssn.releases if ssn.releases is not None else releases_of(ssn.running_jobs)
+        ssn.book = ReservationBook(ssn.now, idle, releases)
         for task in ssn.placed_here():
             walltime = ssn.jobs[task.job].walltime
             if walltime is not None:
-                ends.append((task.node, ssn.now + walltime, task.resources))
-        ssn.book = ReservationBook(ssn.now, idle, ends)
+                ssn.book.release(task.node, ssn.now + walltime, task.resources)
     return ssn.book
+
+
+def releases_of(jobs: Iterable[JobInfo]) -> dict[str, Releases]:
+    """Per node, when the running tasks of ``jobs`` free what they hold."""
+    ends: dict[str, list[tuple[float, Resources]]] = {}
+    for job in jobs:
+        for t in job.tasks:
+            if t.status in OCCUPYING and t.status != TaskStatus.RELEASING and t.expected_end is not None:
+                ends.setdefault(t.node, []).append((t.expected_end, t.resources))
+    return {node: Releases(steps) for node, steps in ends.items()}
 
 
 def book(ssn: Session, job: JobInfo) -> bool:

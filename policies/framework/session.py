@@ -75,8 +75,12 @@ class Session:
         self.usage = snapshot.usage
         self.index: PendingIndex | None = snapshot.pending
         self.jobs: dict[str, JobInfo] = {j.id: j for j in snapshot.jobs}
-        self.pending_jobs = [j for j in snapshot.jobs if any(t.status == TaskStatus.PENDING for t in j.tasks)]
-        self.running_jobs = [j for j in snapshot.jobs if any(t.status in OCCUPYING for t in j.tasks)]
+        if snapshot.held is not None:  # the caller keeps the totals of its jobs, which are all running
+            self.pending_jobs: list[JobInfo] = []
+            self.running_jobs = list(snapshot.jobs)
+        else:
+            self.pending_jobs = [j for j in snapshot.jobs if any(t.status == TaskStatus.PENDING for t in j.tasks)]
+            self.running_jobs = [j for j in snapshot.jobs if any(t.status in OCCUPYING for t in j.tasks)]
         self.capacity = res.total(n.allocatable for n in self.nodes if not n.unschedulable)
         self.queues = dict(snapshot.queues)
         self.children: dict[str, list[str]] = {}
@@ -87,6 +91,7 @@ class Session:
         self.tenant_requested: dict[tuple[str, str], Resources] = {}
         self._ancestry: dict[str, tuple[str, ...]] = {}
         self._held_by_lane = snapshot.held
+        self.releases = snapshot.releases
         self._build_tree()
         self.hooks = Hooks()
         self.decisions = Decisions()

@@ -12,9 +12,12 @@ def job_record(
     cluster: str = "",
     epoch: int = 0,
     end_time: float | None = None,
+    start_time: float | None = None,
+    walltime: float | None = None,
 ) -> JobRecord:
     """A job of one task per entry of ``cpus`` in queue ``q`` for tenant ``t``."""
-    spec = JobSpecBody(queue="q", tasks=[TaskSpec(name=f"t{i}", resources={"cpu": c}) for i, c in enumerate(cpus)])
+    tasks = [TaskSpec(name=f"t{i}", resources={"cpu": c}) for i, c in enumerate(cpus)]
+    spec = JobSpecBody(queue="q", walltime=walltime, tasks=tasks)
     return JobRecord(
         id=job_id,
         name=job_id,
@@ -26,4 +29,5 @@ def job_record(
         cluster=cluster,
         epoch=epoch,
         end_time=end_time,
+        start_time=start_time,
     )
