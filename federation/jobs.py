@@ -66,8 +66,11 @@ def expand(manifest: JobManifest, tenant: str, now: float) -> list[JobRecord]:
     return [record(f"{base_id}-{index}", base_id, index) for index in range(spec.array.count)]
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"))  # one encoder: json.dumps builds one per call with separators
+
+
 def _index_value(record: JobRecord) -> bytes:
-    return json.dumps(record.summary(), separators=(",", ":")).encode()
+    return _COMPACT.encode(record.summary()).encode()
 
 
 def write_ops(record: JobRecord) -> list[Op]:
@@ -112,7 +115,9 @@ def prepare_transition(
     new = old.model_copy(update=update)
     new.events = [
         *old.events,
-        JobEvent(time=now, source=old.state, target=target, reason=reason, cluster=new.cluster, epoch=new.epoch),
+        JobEvent.model_construct(  # every field is typed by this function's signature or the stored record
+            time=now, source=old.state, target=target, reason=reason, cluster=new.cluster, epoch=new.epoch
+        ),
     ]
     ops = [*write_ops(new), *extra_ops]
     if (old.state, old.queue) != (new.state, new.queue):
