@@ -64,7 +64,9 @@ class FedqClient:
         return list(result["ids"])
 
     def jobs(self, **filters: Any) -> Iterator[dict[str, Any]]:
-        """Every job matching the filters, following pages."""
+        """Every job matching the filters, in the API's order (state, queue, id), following ``continue``
+        until it is null: a page may be short, even empty, while more remain. Pages are read one by
+        one, so a job that changes state meanwhile may come twice or not at all."""
         params = dict(filters)
         while True:
             page = self.request("GET", "/v1/jobs", params=params)

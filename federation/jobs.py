@@ -188,6 +188,26 @@ async def commit_batched(
     return [change for landed in results for change in landed]
 
 
+def index_ranges(state: str | None, queue: str | None) -> list[str]:
+    """The index prefixes, in key order, that hold exactly the jobs of ``state`` and ``queue`` (None: any).
+
+    A queue without a state is one range per state, so its listing never reads other queues' keys.
+    """
+    if state is not None:
+        return [keys.index_prefix(state, queue)]
+    if queue is None:
+        return [keys.INDEX]
+    return [keys.index_prefix(value, queue) for value in sorted(member.value for member in JobState)]
+
+
+@dataclass(frozen=True)
+class SummaryPage:
+    """One page of list views; ``resume_after`` is the last index key read when keys may remain after it."""
+
+    items: list[dict[str, Any]]
+    resume_after: str | None
+
+
 class JobRepository:
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -219,21 +239,58 @@ class JobRepository:
             raise NotFound(job_id)
         return StoredJob(JobRecord.from_bytes(kv.value), kv.mod_revision)
 
-    async def summaries(
-        self, *, state: str | None = None, queue: str | None = None, tenant: str | None = None
-    ) -> list[dict[str, Any]]:
-        """List views from the index alone (no record reads), in id (= submit) order."""
-        prefix = keys.INDEX if state is None else keys.index_prefix(state, queue)
-        items = []
-        for kv in await self.store.range(prefix):
-            item = json.loads(kv.value)
-            if queue is not None and item["queue"] != queue:
+    async def summaries(self, state: str) -> list[dict[str, Any]]:
+        """Every list view of one state from the index alone (no record reads), for counts and
+        places in line; pages of the list API come from ``summary_page``."""
+        return [json.loads(kv.value) for kv in await self.store.range(keys.index_prefix(state))]
+
+    async def summary_page(
+        self, ranges: Sequence[str], *, after: str | None, tenant: str | None, limit: int, max_keys: int
+    ) -> SummaryPage:
+        """Up to ``limit`` list views of ``tenant`` (None: anyone's) from the index ``ranges`` (prefixes in
+        key order, see ``index_ranges``), starting after the index key ``after``.
+
+        The read stops once ``limit`` items matched or ``max_keys`` keys were read, so a page costs what
+        it reads, not the size of the index, and a filtered page may be short, even empty, while keys
+        remain (``resume_after`` says where to go on). Each store read asks for what the page still
+        needs at the match rate seen so far, and ends where the last key's queue does: etcd 3.5 walks
+        its in-memory index from a read's start to its end to count the keys there, limit or not
+        (etcd-io/etcd#16510), so a read up to the end of the index would cost a walk over the rest of it.
+        """
+        items: list[dict[str, Any]] = []
+        read = 0
+        for number, prefix in enumerate(ranges):
+            end = keys.prefix_end(prefix)
+            if after is not None and after >= end:
                 continue
-            if tenant is not None and item["tenant"] != tenant:
-                continue
-            items.append(item)
-        items.sort(key=lambda item: item["id"])
-        return items
+            last = after if after is not None and after > prefix else None
+            start = prefix if last is None else last + "\0"
+            while True:
+                bound = end if last is None else min(end, keys.prefix_end(last[: last.rindex("/") + 1]))
+                need = limit - len(items)
+                want = need + 1 if len(items) == read else need * read // max(len(items), 1) + 1
+                want = min(want, max_keys - read)
+                kvs = (await self.store.snapshot(start, limit=want, end=bound)).kvs
+                read += len(kvs)
+                drained = len(kvs) < want  # nothing is left in [start, bound)
+                for position, kv in enumerate(kvs):
+                    item = json.loads(kv.value)
+                    if tenant is not None and item["tenant"] != tenant:
+                        continue
+                    items.append(item)
+                    if len(items) == limit:
+                        final = drained and position == len(kvs) - 1 and bound == end and number == len(ranges) - 1
+                        return SummaryPage(items, None if final else kv.key)
+                if not drained:
+                    if read >= max_keys:
+                        return SummaryPage(items, kvs[-1].key)
+                    last = kvs[-1].key
+                    start = last + "\0"
+                elif bound == end:
+                    break
+                else:
+                    last, start = None, bound
+        return SummaryPage(items, None)
 
     async def transition(
         self,

@@ -41,6 +41,11 @@ def index_prefix(state: str, queue: str | None = None) -> str:
     return f"{INDEX}{state}/" if queue is None else f"{INDEX}{state}/{queue}/"
 
 
+def prefix_end(prefix: str) -> str:
+    """The exclusive end of the keys starting with ``prefix``, for reads that start inside that range."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
 def token(digest: str) -> str:
     return f"{TOKENS}{digest}"
 

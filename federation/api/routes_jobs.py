@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import base64
 from collections import Counter
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from federation.api.deps import Caller, State, read_document
 from federation.api.errors import ApiError, invalid
 from federation.auth import Principal, Role
 from federation.explain import explain
-from federation.jobs import Conflict, NotFound, StoredJob, cancel_op, expand
+from federation.jobs import Conflict, NotFound, StoredJob, cancel_op, expand, index_ranges
 from federation.models import JobManifest, JobRecord, JobState, QueueTree
 from policies.units import format_duration
 
@@ -128,6 +129,44 @@ async def _owned(state: State, who: Principal, job_id: str) -> StoredJob:
     return stored
 
 
+class _Cursor(BaseModel):
+    """What a ``continue`` token carries: the last index key read and the filters of its listing."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    after: str
+    state: str | None
+    queue: str | None
+    tenant: str | None
+
+    def encode(self) -> str:
+        return base64.b64encode(self.model_dump_json().encode(), b"-_").decode()
+
+
+def _bad_continue(message: str) -> ApiError:
+    return ApiError(400, f"invalid continue token: {message}", [{"field": "continue", "message": message}])
+
+
+def _resume_after(token: str, filters: tuple[str | None, str | None, str | None], ranges: list[str]) -> str:
+    """The index key a token resumes after, if it is one this API issued for these same filters.
+
+    The tenant filter applies whatever the token says, so a forged position could only skip ahead
+    in the caller's own listing; the checks are there to say so plainly when a token is misused.
+    """
+    try:
+        cursor = _Cursor.model_validate_json(base64.b64decode(token, altchars=b"-_", validate=True))
+    except (ValueError, ValidationError):
+        raise _bad_continue("not a token from this API; pass the previous page's 'continue' unchanged") from None
+    if (cursor.state, cursor.queue, cursor.tenant) != filters:
+        raise _bad_continue(
+            f"it was issued for state={cursor.state}, queue={cursor.queue}, tenant={cursor.tenant}; "
+            "repeat that listing's filters, or list again without 'continue'"
+        )
+    if not any(cursor.after.startswith(prefix) for prefix in ranges):
+        raise _bad_continue("its position is outside this listing")
+    return cursor.after
+
+
 @router.get("")
 async def list_jobs(
     state: State,
@@ -136,20 +175,29 @@ async def list_jobs(
     queue: str | None = None,
     tenant: str | None = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 500,
-    after: Annotated[str | None, Query(alias="continue")] = None,
+    token: Annotated[str | None, Query(alias="continue")] = None,
 ) -> dict[str, Any]:
+    """A page in index key order (state, queue, id), read from where the previous page stopped.
+
+    A page reads at most ``api.listScanLimit`` index keys, so a page may be shorter than ``limit``
+    (even empty) while ``continue`` is set: follow it until it is null.
+    """
     if who.role is Role.TENANT:
         if tenant not in (None, who.name):
             raise ApiError(403, f"tenant {who.name!r} cannot list jobs of tenant {tenant!r}")
         tenant = who.name
     elif not who.is_admin:
         raise ApiError(403, f"a {who.role.value} token cannot list jobs")
-    items = await state.jobs.summaries(state=job_state.value if job_state else None, queue=queue, tenant=tenant)
-    if after is not None:
-        items = [item for item in items if item["id"] > after]
-    page = items[:limit]
-    more = len(items) > limit
-    return {"items": page, "continue": page[-1]["id"] if more else None}
+    listed = job_state.value if job_state else None
+    ranges = index_ranges(listed, queue)
+    after = None if token is None else _resume_after(token, (listed, queue, tenant), ranges)
+    page = await state.jobs.summary_page(
+        ranges, after=after, tenant=tenant, limit=limit, max_keys=state.config.api.list_scan_limit
+    )
+    if page.resume_after is None:
+        return {"items": page.items, "continue": None}
+    cursor = _Cursor(after=page.resume_after, state=listed, queue=queue, tenant=tenant)
+    return {"items": page.items, "continue": cursor.encode()}
 
 
 @router.get("/{job_id}")

@@ -43,8 +43,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
+    """Every matching job once, in id (= submit) order: the API pages in index order (state, queue,
+    id), and a job that changed state while the pages were read is listed by its later read."""
     with client_from(args) as client:
-        items = list(client.jobs(state=args.state, queue=args.queue, tenant=args.tenant))
+        latest = {item["id"]: item for item in client.jobs(state=args.state, queue=args.queue, tenant=args.tenant)}
+    items = [latest[job_id] for job_id in sorted(latest)]
     emit(
         {"items": items},
         output_of(args),

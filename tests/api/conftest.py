@@ -1,8 +1,10 @@
-"""An API over the in-memory store, driven in-process through httpx's ASGI transport."""
+"""An API over the in-memory store (or either backend: ``api_on``), driven in-process through httpx's ASGI
+transport."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import httpx
 import pytest
@@ -10,10 +12,11 @@ import pytest
 from federation.api.app import create_app
 from federation.auth import Role
 from federation.config import FederationConfig
-from federation.store import MemoryStore
+from federation.store import MemoryStore, Store
 from policies.clock import ManualClock
 from tests.api.support import ADMIN, Api
 
+START = 1_700_000_000.0
 QUEUES = {
     "queues": [
         {
@@ -30,12 +33,11 @@ QUEUES = {
 }
 
 
-@pytest.fixture
-async def api() -> AsyncIterator[Api]:
-    clock = ManualClock(1_700_000_000.0)
-    store = MemoryStore(clock=clock)
+@asynccontextmanager
+async def serving(store: Store, clock: ManualClock, limits: dict[str, object] | None = None) -> AsyncIterator[Api]:
+    """The API over ``store`` with the test tree applied and a token per tenant; ``limits`` adds to ``api:``."""
     config = FederationConfig.model_validate(
-        {"api": {"maxBodyBytes": 65536, "maxArrayCount": 100, "maxJobsPerRequest": 50}}
+        {"api": {"maxBodyBytes": 65536, "maxArrayCount": 100, "maxJobsPerRequest": 50, **(limits or {})}}
     )
     app = create_app(store, admin_token=ADMIN, config=config, clock=clock)
     tokens = {"admin": ADMIN}
@@ -48,4 +50,26 @@ async def api() -> AsyncIterator[Api]:
         response = await http.put("/v1/queues", json=QUEUES, headers={"Authorization": f"Bearer {ADMIN}"})
         assert response.status_code == 200, response.text
         yield Api(http, store, clock, tokens)
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[Api]:
+    clock = ManualClock(START)
+    store = MemoryStore(clock=clock)
+    async with serving(store, clock) as served:
+        yield served
     await store.close()
+
+
+ApiFactory = Callable[..., AbstractAsyncContextManager[Api]]
+
+
+@pytest.fixture
+def api_on(store: Store) -> ApiFactory:
+    """``async with api_on(**limits) as api``: the API over each backend (memory, and real etcd with
+    small range pages), with API limits of the test's own."""
+
+    def make(**limits: object) -> AbstractAsyncContextManager[Api]:
+        return serving(store, ManualClock(START), limits)
+
+    return make

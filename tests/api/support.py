@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from federation.store import MemoryStore
+from federation.store import Store
 from policies.clock import ManualClock
 
 ADMIN = "fedq_admin_test-admin-token"
@@ -15,7 +15,7 @@ ADMIN = "fedq_admin_test-admin-token"
 @dataclass
 class Api:
     http: httpx.AsyncClient
-    store: MemoryStore
+    store: Store
     clock: ManualClock
     tokens: dict[str, str]
 

@@ -246,6 +246,18 @@ async def test_snapshot_over_a_key_range_reads_only_keys_inside_it(store: Store)
     assert snapshot.revision == await store.revision()
 
 
+async def test_snapshot_from_a_start_key_with_a_limit_reads_on_in_key_order(store: Store, range_page_size: int) -> None:
+    """How the list API resumes: from just after the last key it read, up to a limit, across range pages."""
+    keys = [f"v/a/{i:05d}" for i in range(2 * range_page_size + 57)]
+    await put_many(store, [(key, b"1") for key in [*keys, "v/0", "v/b/1", "w/1"]])
+
+    resumed = await store.snapshot(keys[10] + "\0", limit=range_page_size + 30, end="v/b")
+    tail = await store.snapshot(keys[-3] + "\0", limit=range_page_size, end="v/b")
+
+    assert [kv.key for kv in resumed.kvs] == keys[11 : 11 + range_page_size + 30]
+    assert [kv.key for kv in tail.kvs] == keys[-2:]
+
+
 async def test_watch_over_a_key_range_sees_only_keys_inside_it(store: Store) -> None:
     start = await store.revision() + 1
     for key in ("r/a", "r/b/x", "r/c", "r/d", "r/ca"):

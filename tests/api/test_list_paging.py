@@ -1,0 +1,239 @@
+"""``GET /v1/jobs`` pages through the job index from where the previous page stopped, on both stores.
+
+Jobs of three tenants in three queues are moved into three states, so listings cross states and
+queues; the etcd store reads in range pages of 100 (see ``tests/conftest.py``) and the API's own scan
+limit is lowered where a test needs short pages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from federation.cli import jobs as cli_jobs
+from federation.jobs import JobRepository
+from federation.models import JobState
+from tests.api.conftest import ApiFactory
+from tests.api.support import Api, job_spec
+
+SUBMITTED = {
+    "alice": [("research.vision", 9)],
+    "bob": [("research.vision", 6), ("scratch.default", 5)],
+    "carol": [("research.nlp", 4), ("scratch.default", 8)],
+}
+
+
+async def populate(api: Api) -> dict[str, dict[str, Any]]:
+    """Submit ``SUBMITTED``; every third job goes Running and every fifth Succeeded. Returns each job's
+    (id, tenant, queue, state) by id."""
+    jobs: dict[str, dict[str, Any]] = {}
+    for tenant, batches in SUBMITTED.items():
+        for queue, count in batches:
+            body = {"jobs": [job_spec(f"{tenant}-{n}", queue=queue) for n in range(count)]}
+            response = await api.http.post("/v1/jobs", json=body, headers=api.auth(tenant))
+            assert response.status_code == 201, response.text
+            for job_id in response.json()["ids"]:
+                jobs[job_id] = {"id": job_id, "tenant": tenant, "queue": queue, "state": "Pending"}
+    repository = JobRepository(api.store)
+    for number, job_id in enumerate(sorted(jobs)):
+        target = JobState.SUCCEEDED if number % 5 == 0 else JobState.RUNNING if number % 3 == 0 else None
+        if target is not None:
+            await repository.transition(await repository.get(job_id), target, now=api.clock.now())
+            jobs[job_id]["state"] = target.value
+    return jobs
+
+
+def in_key_order(jobs: dict[str, dict[str, Any]], **filters: str) -> list[str]:
+    """The ids a listing with ``filters`` holds, in the index's key order ``<state>/<queue>/<id>``."""
+    chosen = [job for job in jobs.values() if all(job[name] == value for name, value in filters.items())]
+    return [job["id"] for job in sorted(chosen, key=lambda job: f"{job['state']}/{job['queue']}/{job['id']}")]
+
+
+async def pages(api: Api, who: str, limit: int, **filters: str) -> list[list[dict[str, Any]]]:
+    """Every page of a listing, following ``continue`` until it is null."""
+    params: dict[str, Any] = {"limit": limit, **filters}
+    found = []
+    for _ in range(1000):
+        response = await api.http.get("/v1/jobs", params=params, headers=api.auth(who))
+        assert response.status_code == 200, response.text
+        body = response.json()
+        found.append(body["items"])
+        if body["continue"] is None:
+            return found
+        params["continue"] = body["continue"]
+    raise AssertionError("the listing never ended")
+
+
+def ids(listed: list[list[dict[str, Any]]]) -> list[str]:
+    return [item["id"] for page in listed for item in page]
+
+
+async def first_continue(api: Api, who: str, **params: Any) -> str:
+    response = await api.http.get("/v1/jobs", params={"limit": 2, **params}, headers=api.auth(who))
+    token = response.json()["continue"]
+    assert isinstance(token, str)
+    return token
+
+
+def forged(**cursor: Any) -> str:
+    """A token in the API's own format, with what a client might put in it."""
+    return base64.urlsafe_b64encode(json.dumps(cursor).encode()).decode()
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [{}, {"state": "Pending"}, {"state": "Running", "queue": "scratch.default"}, {"queue": "scratch.default"}],
+    ids=["all", "state", "state+queue", "queue"],
+)
+async def test_pages_list_every_job_once_in_key_order(api_on: ApiFactory, filters: dict[str, str]) -> None:
+    async with api_on() as api:
+        jobs = await populate(api)
+
+        listed = await pages(api, "admin", 4, **filters)
+
+    assert ids(listed) == in_key_order(jobs, **filters)
+    assert all(len(page) == 4 for page in listed[:-1])
+    assert all(item["state"] == jobs[item["id"]]["state"] for page in listed for item in page)
+
+
+async def test_the_tenant_filter_holds_on_every_page(api_on: ApiFactory) -> None:
+    async with api_on() as api:
+        jobs = await populate(api)
+
+        own = await pages(api, "bob", 3)
+        named = await pages(api, "admin", 3, tenant="carol", state="Pending")
+        refused = await api.http.get("/v1/jobs", params={"tenant": "alice"}, headers=api.auth("bob"))
+
+    assert ids(own) == in_key_order(jobs, tenant="bob")
+    assert ids(named) == in_key_order(jobs, tenant="carol", state="Pending")
+    assert refused.status_code == 403
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "not a token!",
+        "bm90IGpzb24=",  # "not json"
+        forged(after="view/", state=None, queue=None),  # a field missing
+        forged(after=7, state=None, queue=None, tenant=None),
+        forged(after="jobs/", state=None, queue=None, tenant=None),  # outside the index
+        "é",
+    ],
+    ids=["not-base64", "not-json", "missing-field", "wrong-type", "outside-the-listing", "not-ascii"],
+)
+async def test_a_malformed_continue_is_a_400_naming_the_field(api_on: ApiFactory, token: str) -> None:
+    async with api_on() as api:
+        await populate(api)
+        response = await api.http.get("/v1/jobs", params={"continue": token}, headers=api.auth("admin"))
+
+    assert response.status_code == 400, response.text
+    assert [field["field"] for field in response.json()["fields"]] == ["continue"]
+    assert "continue" in response.json()["error"]
+
+
+async def test_a_continue_token_works_only_with_the_filters_it_came_from(api_on: ApiFactory) -> None:
+    async with api_on() as api:
+        await populate(api)
+        pending = await first_continue(api, "admin", state="Pending")
+        everyone = await first_continue(api, "admin")
+        alices = await first_continue(api, "alice")
+
+        same = await api.http.get(
+            "/v1/jobs", params={"state": "Pending", "continue": pending}, headers=api.auth("admin")
+        )
+        misused = [
+            await api.http.get("/v1/jobs", params={"state": "Running", "continue": pending}, headers=api.auth("admin")),
+            await api.http.get("/v1/jobs", params={"continue": pending}, headers=api.auth("admin")),
+            await api.http.get("/v1/jobs", params={"continue": everyone}, headers=api.auth("alice")),
+            await api.http.get("/v1/jobs", params={"continue": alices}, headers=api.auth("bob")),
+        ]
+
+    assert same.status_code == 200
+    for response in misused:
+        assert response.status_code == 400, response.text
+        assert response.json()["fields"][0]["field"] == "continue"
+        assert "repeat that listing's filters" in response.json()["error"]
+
+
+async def test_a_forged_position_still_lists_only_the_callers_jobs(api_on: ApiFactory) -> None:
+    async with api_on() as api:
+        jobs = await populate(api)
+        token = forged(after="view/", state=None, queue=None, tenant="alice")
+        response = await api.http.get("/v1/jobs", params={"continue": token}, headers=api.auth("alice"))
+
+    assert response.status_code == 200, response.text
+    assert [item["id"] for item in response.json()["items"]] == in_key_order(jobs, tenant="alice")
+
+
+async def test_a_bounded_scan_gives_short_pages_that_still_reach_every_job(api_on: ApiFactory) -> None:
+    async with api_on(listScanLimit=5) as api:
+        jobs = await populate(api)
+
+        alices = await pages(api, "alice", 3)
+        everyone = await pages(api, "admin", 10)
+        queue = await pages(api, "admin", 10, queue="research.nlp")
+
+    assert ids(alices) == in_key_order(jobs, tenant="alice")
+    assert any(len(page) < 3 for page in alices[:-1]), "no page was cut short by the scan limit"
+    assert len(alices) >= len(jobs) // 5
+    assert ids(everyone) == in_key_order(jobs)
+    assert all(len(page) == 5 for page in everyone[:-1])
+    assert ids(queue) == in_key_order(jobs, queue="research.nlp")
+
+
+@contextmanager
+def listing(items: list[dict[str, Any]]) -> Iterator[Any]:
+    """A client whose pages held ``items`` in this order (what ``FedqClient.jobs`` yields)."""
+
+    class Client:
+        def jobs(self, **_: Any) -> Iterator[dict[str, Any]]:
+            return iter(items)
+
+    yield Client()
+
+
+def test_fedq_jobs_shows_each_job_once_in_id_order(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    summary = {"name": "j", "tenant": "alice", "queue": "q", "priority": 0, "submit_time": 0.0}
+    read = [
+        {**summary, "id": "b", "state": "Pending"},
+        {**summary, "id": "c", "state": "Pending"},
+        {**summary, "id": "a", "state": "Running"},
+        {**summary, "id": "b", "state": "Running"},  # moved on while the pages were read
+    ]
+    monkeypatch.setattr(cli_jobs, "client_from", lambda _: listing(read))
+
+    args = argparse.Namespace(state=None, queue=None, tenant=None, output="json")
+    assert cli_jobs.cmd_jobs(args) == 0
+
+    shown = json.loads(capsys.readouterr().out)["items"]
+    assert [(item["id"], item["state"]) for item in shown] == [("a", "Running"), ("b", "Running"), ("c", "Pending")]
+
+
+async def test_a_resumed_page_reads_to_the_end_of_its_queue_before_the_rest(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """etcd counts every key from a read's start to its end (etcd-io/etcd#16510): a page that resumes
+    inside a queue must not make its first read run to the end of the index."""
+    jobs = await populate(api)
+    token = await first_continue(api, "admin", limit=3)
+    ends: list[str | None] = []
+    real = api.store.snapshot
+
+    async def spied(prefix: str, *, limit: int = 0, end: str | None = None) -> Any:
+        ends.append(end)
+        return await real(prefix, limit=limit, end=end)
+
+    monkeypatch.setattr(api.store, "snapshot", spied)
+    response = await api.http.get("/v1/jobs", params={"limit": 3, "continue": token}, headers=api.auth("admin"))
+
+    resumed_after = jobs[in_key_order(jobs)[2]]
+    assert response.status_code == 200
+    assert ends[0] == f"view/{resumed_after['state']}/{resumed_after['queue']}0"
