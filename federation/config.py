@@ -99,7 +99,8 @@ class ApiLimits(_Section):
     max_jobs_per_request: int = Field(10_000, alias="maxJobsPerRequest", gt=0)
     max_array_count: int = Field(10_000, alias="maxArrayCount", gt=0)
     require_walltime: bool = Field(False, alias="requireWalltime")
-    page_size: int = Field(500, alias="pageSize", gt=0)
+    page_size: int = Field(500, alias="pageSize", gt=0, le=10_000)
+    """Jobs per ``GET /v1/jobs`` page when the request gives no ``limit``."""
     list_scan_limit: int = Field(10_000, alias="listScanLimit", gt=0)
     """Index keys one ``GET /v1/jobs`` reads at most: bounds a filtered page's work, not its size."""
 

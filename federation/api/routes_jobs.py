@@ -174,7 +174,7 @@ async def list_jobs(
     job_state: Annotated[JobState | None, Query(alias="state")] = None,
     queue: str | None = None,
     tenant: str | None = None,
-    limit: Annotated[int, Query(ge=1, le=10_000)] = 500,
+    limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
     token: Annotated[str | None, Query(alias="continue")] = None,
 ) -> dict[str, Any]:
     """A page in index key order (state, queue, id), read from where the previous page stopped.
@@ -192,7 +192,11 @@ async def list_jobs(
     ranges = index_ranges(listed, queue)
     after = None if token is None else _resume_after(token, (listed, queue, tenant), ranges)
     page = await state.jobs.summary_page(
-        ranges, after=after, tenant=tenant, limit=limit, max_keys=state.config.api.list_scan_limit
+        ranges,
+        after=after,
+        tenant=tenant,
+        limit=limit or state.config.api.page_size,
+        max_keys=state.config.api.list_scan_limit,
     )
     if page.resume_after is None:
         return {"items": page.items, "continue": None}

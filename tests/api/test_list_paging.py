@@ -187,6 +187,16 @@ async def test_a_bounded_scan_gives_short_pages_that_still_reach_every_job(api_o
     assert ids(queue) == in_key_order(jobs, queue="research.nlp")
 
 
+async def test_a_request_without_limit_gets_the_configured_page_size(api_on: ApiFactory) -> None:
+    async with api_on(pageSize=7) as api:
+        jobs = await populate(api)
+        response = await api.http.get("/v1/jobs", headers=api.auth("admin"))
+
+    assert response.status_code == 200, response.text
+    assert [item["id"] for item in response.json()["items"]] == in_key_order(jobs)[:7]
+    assert response.json()["continue"] is not None
+
+
 @contextmanager
 def listing(items: list[dict[str, Any]]) -> Iterator[Any]:
     """A client whose pages held ``items`` in this order (what ``FedqClient.jobs`` yields)."""
