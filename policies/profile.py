@@ -83,7 +83,7 @@ class Releases:
     folded into one step. Immutable, so a caller may keep one per node across cycles and rebuild it
     only when the node's tasks change (the federation does, per cluster)."""
 
-    __slots__ = ("times", "amounts", "freed")
+    __slots__ = ("times", "amounts", "_freed")
 
     def __init__(self, ends: Iterable[tuple[float, Resources]]) -> None:
         self.times: list[float] = []
@@ -94,12 +94,18 @@ class Releases:
             else:
                 self.times.append(t)
                 self.amounts.append(dict(amount))
-        # What is freed by each end and all before it, for reading a time without a profile.
-        self.freed: list[Resources] = []
-        running: Resources = {}
-        for amount in self.amounts:
-            running = res.add(running, amount)
-            self.freed.append(running)
+        self._freed: list[Resources] | None = None
+
+    def _freed_by(self) -> list[Resources]:
+        """What is freed by each end and all before it, for reading a time without a profile (worked
+        out on first use: a node that holds a reservation is read through its profile instead)."""
+        if self._freed is None:
+            self._freed = []
+            running: Resources = {}
+            for amount in self.amounts:
+                running = res.add(running, amount)
+                self._freed.append(running)
+        return self._freed
 
     def profile(self, now: float, idle: Resources) -> TimeProfile:
         """Free resources from ``now`` on; tasks already past their expected end count as free now."""
@@ -113,7 +119,7 @@ class Releases:
 
     def free_at(self, t: float, idle: Resources) -> Resources:
         k = bisect.bisect_right(self.times, t)
-        return res.add(idle, self.freed[k - 1]) if k else dict(idle)
+        return res.add(idle, self._freed_by()[k - 1]) if k else dict(idle)
 
 
 NO_RELEASES = Releases(())
