@@ -26,12 +26,10 @@ _COUNTED = (
 )
 
 
-async def _counts(state: State) -> dict[str, Counter[str]]:
-    counts: dict[str, Counter[str]] = {}
-    for job_state in _COUNTED:
-        for item in await state.jobs.summaries(state=job_state.value):
-            counts.setdefault(item["queue"], Counter())[job_state.value] += 1
-    return counts
+async def _counts(state: State, tree: QueueTree) -> dict[str, Counter[str]]:
+    """Unfinished jobs per leaf of ``tree`` and state (jobs are only ever submitted to its leaves)."""
+    leaves = [node.path for node in tree.leaves()]
+    return await state.jobs.counts([job_state.value for job_state in _COUNTED], leaves)
 
 
 def _node_view(node: QueueNode, counts: dict[str, Counter[str]]) -> dict[str, Any]:
@@ -60,7 +58,7 @@ async def get_queues(state: State, who: Caller) -> dict[str, Any]:
     tree = await state.queues.get()
     if tree is None:
         return {"queues": []}
-    counts = await _counts(state)
+    counts = await _counts(state, tree)
     roots = [node for node in tree.nodes.values() if node.parent is None]
     return {"queues": [_node_view(node, counts) for node in roots]}
 
@@ -74,7 +72,9 @@ async def put_queues(request: Request, state: State, who: Caller) -> dict[str, A
     except ValidationError as exc:
         raise invalid(exc, "queue tree") from None
     new_tree = QueueTree(config)
-    busy = [queue for queue in (await _counts(state)) if (node := new_tree.get(queue)) is None or not node.is_leaf]
+    old_tree = await state.queues.get()
+    counts = await _counts(state, old_tree) if old_tree is not None else {}
+    busy = [queue for queue in counts if (node := new_tree.get(queue)) is None or not node.is_leaf]
     if busy:
         raise ApiError(
             409,

@@ -1,7 +1,7 @@
 """The store: etcd v3 semantics (revisions, txns, leases, resumable watches) over etcd or in memory."""
 
 from federation.store.base import DEFAULT_MAX_TXN_OPS, DEFAULT_PREFIX, Store, check_txn
-from federation.store.bulk import get_many, put_many
+from federation.store.bulk import count_many, get_many, put_many
 from federation.store.errors import CompactedError, LeaseNotFound, StoreError, StoreFull, StoreUnavailable
 from federation.store.etcd import EtcdStore, parse_endpoint
 from federation.store.etcd_server import EtcdServer, EtcdServerError
@@ -29,6 +29,7 @@ __all__ = [
     "TxnResult",
     "WatchEvent",
     "check_txn",
+    "count_many",
     "get_many",
     "open_store",
     "parse_endpoint",

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Iterable, Iterator, Sequence
 
 from federation.store.base import Store
-from federation.store.types import KeyValue, Op, TxnResult
+from federation.store.types import KeyValue, Op, TxnResponse, TxnResult
 
 MAX_BATCH_BYTES = 1 << 20
 """Below etcd's 1.5 MiB request limit, with room for keys and framing."""
@@ -46,17 +46,28 @@ async def put_many(
 async def get_many(store: Store, keys: Sequence[str], *, in_flight: int = 4) -> list[KeyValue | None]:
     """The values of ``keys`` (None where missing), in their order: reads in txns of up to
     ``store.max_txn_ops`` gets, each txn at one revision (the whole set is not one snapshot)."""
+    values = await _read_many(store, [Op.get(key) for key in keys], in_flight)
+    return [value if isinstance(value, KeyValue) else None for value in values]
+
+
+async def count_many(store: Store, prefixes: Sequence[str], *, in_flight: int = 4) -> list[int]:
+    """How many keys start with each of ``prefixes``, in their order, counted by the store without
+    reading them: txns of up to ``store.max_txn_ops`` counts, each at one revision."""
+    counts = await _read_many(store, [Op.count(prefix) for prefix in prefixes], in_flight)
+    return [count if isinstance(count, int) else 0 for count in counts]
+
+
+async def _read_many(store: Store, ops: Sequence[Op], in_flight: int) -> list[TxnResponse]:
     if in_flight < 1:
         raise ValueError("in_flight must be at least 1")
     size = store.max_txn_ops
     gate = asyncio.Semaphore(in_flight)
 
-    async def read(chunk: Sequence[str]) -> list[KeyValue | None]:
+    async def read(chunk: Sequence[Op]) -> list[TxnResponse]:
         async with gate:
-            result = await store.txn((), [Op.get(key) for key in chunk])
-        return [value if isinstance(value, KeyValue) else None for value in result.responses]
+            return (await store.txn((), chunk)).responses
 
-    chunks = await asyncio.gather(*(read(keys[i : i + size]) for i in range(0, len(keys), size)))
+    chunks = await asyncio.gather(*(read(ops[i : i + size]) for i in range(0, len(ops), size)))
     return [value for chunk in chunks for value in chunk]
 
 

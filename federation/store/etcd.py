@@ -123,7 +123,10 @@ class EtcdStore:
         return TxnResult(
             bool(response.succeeded),
             int(response.header.revision),
-            [self._txn_response(op) for op in response.responses],
+            [
+                self._txn_response(op, raw)
+                for op, raw in zip(success if response.succeeded else failure, response.responses, strict=True)
+            ],
         )
 
     async def revision(self) -> int:
@@ -306,12 +309,16 @@ class EtcdStore:
             return rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=op.value, lease=op.lease))
         if op.kind == "get":
             return rpc.RequestOp(request_range=rpc.RangeRequest(key=key))
+        if op.kind == "count":
+            return rpc.RequestOp(request_range=rpc.RangeRequest(key=key, range_end=_range_end(key), count_only=True))
         if op.kind == "delete":
             return rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=key))
         return rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=key, range_end=_range_end(key)))
 
-    def _txn_response(self, raw: Any) -> TxnResponse:
+    def _txn_response(self, op: Op, raw: Any) -> TxnResponse:
         kind = raw.WhichOneof("response")
+        if op.kind == "count":
+            return int(raw.response_range.count)
         if kind == "response_range":
             kvs = raw.response_range.kvs
             return self._record(kvs[0]) if kvs else None

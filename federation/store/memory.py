@@ -224,6 +224,8 @@ class MemoryStore:
     def _apply(self, op: Op, revision: int) -> TxnResponse:
         if op.kind == "get":
             return self._kvs.get(op.key)
+        if op.kind == "count":
+            return len(self._range(op.key, 0))
         if op.kind == "put":
             self._put(op.key, op.value, op.lease, revision)
             return None

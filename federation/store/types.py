@@ -7,7 +7,7 @@ from typing import Literal
 
 CompareOp = Literal["==", "!=", "<", ">"]
 CompareTarget = Literal["mod_revision", "version", "value"]
-OpKind = Literal["put", "delete", "delete_prefix", "get"]
+OpKind = Literal["put", "delete", "delete_prefix", "get", "count"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +54,7 @@ class Compare:
 
 @dataclass(frozen=True, slots=True)
 class Op:
-    """One txn operation; ``delete_prefix`` takes a key prefix in ``key``."""
+    """One txn operation; ``delete_prefix`` and ``count`` take a key prefix in ``key``."""
 
     kind: OpKind
     key: str
@@ -77,13 +77,19 @@ class Op:
     def get(key: str) -> Op:
         return Op("get", key)
 
+    @staticmethod
+    def count(prefix: str) -> Op:
+        """How many keys start with ``prefix``, counted by the store without reading them."""
+        return Op("count", prefix)
+
 
 TxnResponse = KeyValue | int | None
 
 
 @dataclass(slots=True)
 class TxnResult:
-    """Per op of the branch that ran: get -> KeyValue | None, put -> None, delete -> count deleted."""
+    """Per op of the branch that ran: get -> KeyValue | None, put -> None, delete -> count deleted,
+    count -> how many keys."""
 
     succeeded: bool
     revision: int

@@ -17,6 +17,7 @@ from federation.store import (
     Op,
     Store,
     WatchEvent,
+    count_many,
     get_many,
     put_many,
 )
@@ -106,6 +107,21 @@ async def test_compares_on_version_value_and_existence(store: Store) -> None:
     # etcd: a value compare on a missing key fails, whatever the operator.
     assert not (await store.txn([Compare.value("nothing", "!=", b"x")], [])).succeeded
     assert (await store.txn([Compare.mod_revision("nothing", "==", 0)], [])).succeeded
+
+
+async def test_a_txn_counts_the_keys_under_prefixes_without_reading_them(store: Store) -> None:
+    for key in ("view/a/1", "view/a/2", "view/ab/1", "view/b/1", "viewer"):
+        await store.put(key, b"x")
+
+    result = await store.txn(
+        [Compare.exists("view/b/1")],
+        [Op.count("view/a/"), Op.count("view/"), Op.count("view/c/"), Op.put("view/a/3", b"y"), Op.count("view/a/")],
+        [Op.count("view/")],
+    )
+    failed = await store.txn([Compare.missing("view/b/1")], [], [Op.count("view/b/"), Op.count("view")])
+
+    assert result.succeeded and result.responses == [2, 4, 0, None, 3]
+    assert not failed.succeeded and failed.responses == [1, 6]
 
 
 async def test_txn_runs_the_chosen_branch_atomically_at_one_revision(store: Store) -> None:
@@ -339,3 +355,14 @@ async def test_get_many_reads_every_key_in_order_with_none_for_missing_ones(stor
     rest = found[:DEFAULT_MAX_TXN_OPS] + found[DEFAULT_MAX_TXN_OPS + 1 :]
     assert [(kv.key, kv.value) for kv in rest if kv is not None] == list(reversed(items))
     assert await get_many(store, []) == []
+
+
+async def test_count_many_counts_every_prefix_in_order_across_txns(store: Store) -> None:
+    sizes = [(i * 7) % 5 for i in range(DEFAULT_MAX_TXN_OPS + 9)]  # more prefixes than one txn's ops
+    await put_many(store, [(f"counted/{i:03d}/{n}", b"") for i, size in enumerate(sizes) for n in range(size)])
+
+    counts = await count_many(store, [f"counted/{i:03d}/" for i in range(len(sizes))], in_flight=2)
+
+    assert counts == sizes
+    assert await count_many(store, ["counted/", "elsewhere/"]) == [sum(sizes), 0]
+    assert await count_many(store, []) == []
