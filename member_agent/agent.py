@@ -137,13 +137,14 @@ class Agent:
             if self.tracker.admit(assignment) is not None:
                 self.log.info("admitted", job_id=assignment.job_id, epoch=assignment.epoch)
 
-    def schedule(self) -> None:
-        """Run the local session (only once reconciled after a restart) and launch what it placed."""
+    def schedule(self) -> int | None:
+        """Run the local session (only once reconciled after a restart) and launch what it placed;
+        returns how many jobs were launched, or None when no session ran (nothing waited)."""
         if not self._reconciled:
-            return
+            return None
         pending = self.tracker.pending()
         if not pending:
-            return
+            return None
         nodes = self.backend.nodes()
         for job in self.scheduler.never_fits(pending, nodes):
             self.tracker.hand_back(job, "does not fit any node of this cluster")
@@ -151,10 +152,9 @@ class Agent:
         plan = self.scheduler.plan(self.tracker.pending(), running, nodes)
         for job, reason in plan.evictions:
             self.backend.kill(job.job_id, job.epoch, f"preempted: {reason}")
-        for job, placement in plan.launches:
-            self._launch(job, placement)
+        return sum(self._launch(job, placement) for job, placement in plan.launches)
 
-    def _launch(self, job: LocalJob, placement: dict[tuple[str, int], str]) -> None:
+    def _launch(self, job: LocalJob, placement: dict[tuple[str, int], str]) -> bool:
         launches = job.launches(placement)
         try:
             self.backend.launch(launches)
@@ -165,8 +165,9 @@ class Agent:
             if failures >= MAX_LAUNCH_FAILURES:
                 self.tracker.hand_back(job, f"launch failed {failures} times: {exc}")
                 del self._launch_failures[job.job_id]
-            return
+            return False
         job.launched = True
         job.expected_tasks = len(launches)
         self._launch_failures.pop(job.job_id, None)
         self.log.info("launched", job_id=job.job_id, epoch=job.epoch, tasks=len(placement))
+        return True

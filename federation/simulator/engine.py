@@ -202,19 +202,28 @@ class Engine:
     def _submit(self, number: int) -> None:
         sim = self.scenario.jobs[number]
         job_id = self.ids[number]
-        record = JobRecord.model_construct(
+        record = JobRecord.model_construct(  # every field given: model_construct fills defaults slowly
             id=job_id,
             name=job_id,
             tenant=sim.tenant,
             queue=sim.spec.queue,
             priority=sim.spec.priority,
+            labels={},
             spec=sim.spec,
+            array_id="",
+            array_index=None,
             submit_time=sim.submit,
             state=JobState.PENDING,
+            reason="",
             cluster="",
             epoch=0,
             attempt=0,
+            cancel_requested=False,
             start_time=None,
+            end_time=None,
+            exit_code=None,
+            log_tail="",
+            preemptions=0,
             events=[],
         )
         job = _Job(sim, record)

@@ -62,10 +62,5 @@ class Member:
         self._sent = _report([])
 
     def schedule(self) -> int | None:
-        """The agent's local cycle if a job waits to be launched; returns the gangs launched (None: no cycle)."""
-        jobs = self.agent.tracker.jobs
-        if all(job.launched for job in jobs.values()):
-            return None
-        before = sum(job.launched for job in jobs.values())
-        self.agent.schedule()
-        return sum(job.launched for job in jobs.values()) - before
+        """The agent's local cycle if a job waits to be launched; returns the jobs launched (None: no cycle)."""
+        return self.agent.schedule()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from federation.models.resources import parse_resources
@@ -42,7 +41,10 @@ class _Node:
 
     def snapshot(self) -> NodeView:
         if self._snapshot is None:
-            self._snapshot = replace(self.view, used=dict(self.used))
+            view = self.view  # built field by field: dataclasses.replace introspects the class every call
+            self._snapshot = NodeView(
+                view.name, view.allocatable, dict(self.used), view.labels, view.unschedulable, view.taints
+            )
         return self._snapshot
 
     def fits(self, demand: Mapping[str, float]) -> bool:
@@ -216,7 +218,20 @@ class SimulatedBackend:
         if not job_keys:
             del self._active_by_job[launch.job_id]
         self._nodes[launch.node].take(launch.resources, -1.0)
-        run.status = replace(run.status, phase=phase, exit_code=exit_code, reason=reason, finished_at=at)
+        started = run.status
+        run.status = TaskStatus(
+            started.job_id,
+            started.task_name,
+            started.index,
+            started.epoch,
+            phase,
+            started.node,
+            exit_code,
+            reason,
+            started.log_tail,
+            started.started_at,
+            at,
+        )
         self._events.append(run.status)
 
 
