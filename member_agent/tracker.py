@@ -171,7 +171,7 @@ class JobTracker:
         if status is not None:
             when = status.finished_at or status.started_at or when
         self._outbox.append(
-            StatusUpdate.model_construct(  # the fields are this agent's own, within the model's limits
+            StatusUpdate(
                 job_id=job.job_id,
                 epoch=job.epoch,
                 state=state,

@@ -54,7 +54,7 @@ class Member:
 
     def reply(self) -> None:
         """Hand the agent the federation's reply to its last report: new assignments, cancellations."""
-        reply = ReportReply.model_construct(
+        reply = ReportReply(
             assignments=self.assignments, cancellations=self.cancellations, refused=[], state=ClusterState.READY
         )
         self.assignments, self.cancellations = [], []
