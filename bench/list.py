@@ -9,7 +9,8 @@ are timed, each the median of ``--runs``:
 - the first page (admin, no filter, ``limit`` items);
 - a later page: the ``--later``-th, reached by following ``continue`` from the first;
 - a tenant's first page (that tenant's token, so the tenant filter applies);
-- a tenant's whole listing: every page followed until ``continue`` is null (one pass, not a median).
+- a tenant's whole listing: every page followed until ``continue`` is null (one pass, not a median);
+- the queue view (``GET /v1/queues``: unfinished jobs per leaf and state, counted by the store).
 
 Prints the figures; DESIGN has no target for listing, so it says "no target".
 
@@ -32,7 +33,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dispatch import pending_jobs  # noqa: E402
+from dispatch import pending_jobs, queues  # noqa: E402
 
 from federation.api.app import create_app  # noqa: E402
 from federation.auth import Role  # noqa: E402
@@ -78,6 +79,7 @@ async def run(args: argparse.Namespace, work: Path) -> None:
             await JobRepository(store).create(jobs(args.jobs, args.tenants, clock.now()))
             print(f"wrote {args.jobs:,} jobs in {time.perf_counter() - started:.1f} s")
             app = create_app(store, admin_token=ADMIN, clock=clock)
+            await app.state.fedq.queues.apply(queues())
             tenant_token = await app.state.fedq.tokens.issue(Role.TENANT, "tenant-1")
             admin = {"Authorization": f"Bearer {ADMIN}"}
             tenant = {"Authorization": f"Bearer {tenant_token}"}
@@ -113,6 +115,14 @@ async def run(args: argparse.Namespace, work: Path) -> None:
                     f"a tenant's whole listing: {items:,} jobs in {pages} pages, {walk:.2f} s "
                     f"({walk / pages * 1000:.0f} ms per page)   no target"
                 )
+
+                views = []
+                for _ in range(args.runs):
+                    started = time.perf_counter()
+                    (await http.get("/v1/queues", headers=admin)).raise_for_status()
+                    views.append(time.perf_counter() - started)
+                view = statistics.median(views)
+                print(f"queue view (GET /v1/queues, counts per leaf and state): {view * 1000:.0f} ms   no target")
         finally:
             await store.close()
 
