@@ -9,7 +9,6 @@ cycles touch a few nodes of hundreds. Decisions are the only output.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from operator import attrgetter
 from time import perf_counter
@@ -85,8 +84,8 @@ class Session:
         self.usage = snapshot.usage
         self.index: PendingIndex | None = snapshot.pending
         self.jobs: dict[str, JobInfo] = {j.id: j for j in snapshot.jobs}
-        self.pending_jobs = [j for j in snapshot.jobs if any(t.status == TaskStatus.PENDING for t in j.tasks)]
-        self.running_jobs = [j for j in snapshot.jobs if any(t.status in OCCUPYING for t in j.tasks)]
+        self.pending_jobs = [j for j in snapshot.jobs if TaskStatus.PENDING in map(_status, j.tasks)]
+        self.running_jobs = [j for j in snapshot.jobs if not OCCUPYING.isdisjoint(map(_status, j.tasks))]
         self.capacity = res.total(n.allocatable for n in self.nodes if not n.unschedulable)
         self.queues = dict(snapshot.queues)
         self.children: dict[str, list[str]] = {}
@@ -159,13 +158,12 @@ class Session:
         From the caller's totals when it keeps them (running jobs only), else summed job by job."""
         leaf_held: dict[str, Resources] = {}
         leaf_want: dict[str, Resources] = {}
-        if self._held_by_lane is not None:
+        if self._held_by_lane is not None:  # the tenant tables are empty yet, and each lane is seen once
             for lane, holds in self._held_by_lane.items():
                 res.iadd(leaf_held.setdefault(lane[0], {}), holds)
-                res.iadd(leaf_want.setdefault(lane[0], {}), holds)
-                res.iadd(self.tenant_allocated.setdefault(lane, {}), holds)
-                res.iadd(self.tenant_requested.setdefault(lane, {}), holds)
-            return leaf_held, leaf_want
+                self.tenant_allocated[lane] = dict(holds)
+                self.tenant_requested[lane] = dict(holds)
+            return leaf_held, {queue: dict(held) for queue, held in leaf_held.items()}
         for job in self.jobs.values():
             held: Resources = {}
             want: Resources = {}
@@ -259,10 +257,13 @@ class Session:
 
     def _count(self, job: JobInfo) -> None:
         if job.id not in self._ready:
-            statuses = Counter(map(_status, job.tasks))  # one pass, counted in C: gangs have 100s of tasks
-            self._ready[job.id] = sum(statuses[s] for s in READY)
-            self._waiting[job.id] = statuses[TaskStatus.PIPELINED]
-            self._pending[job.id] = statuses[TaskStatus.PENDING]
+            statuses = list(map(_status, job.tasks))  # counted in C: gangs have 100s of tasks
+            pending = self._pending[job.id] = statuses.count(TaskStatus.PENDING)
+            if pending == len(statuses):  # nothing of it placed yet, the common case
+                self._ready[job.id] = self._waiting[job.id] = 0
+            else:
+                self._ready[job.id] = sum(map(statuses.count, READY))
+                self._waiting[job.id] = statuses.count(TaskStatus.PIPELINED)
 
     def ready_count(self, job: JobInfo) -> int:
         self._count(job)

@@ -24,7 +24,7 @@ class Predicates(Plugin):
         return {"predicate": self.predicate}
 
     def on_session_open(self, ssn: Session) -> None:
-        self.largest = {n.name: n.largest_node() for n in ssn.nodes}
+        self.largest = {}  # per node, when first asked: a cycle judges few nodes afresh
 
     def predicate(self, task: TaskInfo, job: JobInfo, node: NodeInfo) -> str | None:
         if node.unschedulable:
@@ -33,6 +33,9 @@ class Predicates(Plugin):
         for key, value in job.cluster_selector.items():
             if labels.get(key) != value:
                 return LABELS
-        if not res.fits(task.resources, self.largest[node.name]):
+        largest = self.largest.get(node.name)
+        if largest is None:
+            largest = self.largest[node.name] = node.largest_node()
+        if not res.fits(task.resources, largest):
             return TOO_BIG
         return None
