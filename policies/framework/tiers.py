@@ -5,7 +5,8 @@ session's own work. A ``PluginSet`` is built by name from a conf's tiers and ser
 time: ``take`` hands out an idle set built from equal tiers, or builds one, and ``give_back`` keeps
 it for the next session. Tiers are compared by value with a copy taken when the set was built, so a
 conf with other plugins, arguments or ``enableXxx`` flags, or one changed in place since, gets a set
-of its own. A kept set still refers to its last session until its next one opens.
+of its own. A set goes back as it was built: what its plugins took of the closed session is dropped,
+so a kept set holds no session alive and no plugin can read a stale one.
 """
 
 from __future__ import annotations
@@ -36,6 +37,14 @@ class PluginSet:
                 for hook, fn in plugin.hooks().items():
                     if hook not in pc.disabled_hooks:
                         self.hooks.add(hook, plugin.name, tier, fn)
+        self._built = [dict(vars(plugin)) for plugin in self.plugins]
+
+    def forget_session(self) -> None:
+        """Each plugin back to its attributes as built, dropping those its last session set."""
+        for plugin, built in zip(self.plugins, self._built, strict=True):
+            state = vars(plugin)
+            state.clear()
+            state.update(built)
 
 
 _idle: list[PluginSet] = []
@@ -53,6 +62,7 @@ def take(tiers: list[list[PluginConf]]) -> PluginSet:
 
 def give_back(plugins: PluginSet) -> None:
     """Its session is closed: keep the set for the next session of its tiers (most recent first)."""
+    plugins.forget_session()
     with _lock:
         if not any(kept is plugins for kept in _idle):
             _idle.insert(0, plugins)

@@ -3,6 +3,8 @@ and a reused set decides exactly as a new one."""
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -84,6 +86,19 @@ def test_plugin_seconds_are_each_sessions_own(monkeypatch: pytest.MonkeyPatch) -
     idle = run(c, Snapshot([]))
     assert busy.plugin_seconds["predicates"] >= 50
     assert set(idle.plugin_seconds) == {"gang", "predicates"} and idle.plugin_seconds["predicates"] < 1
+
+
+@pytest.mark.parametrize("tiers_", [LOCAL_TIERS, GLOBAL_TIERS])
+def test_a_kept_set_holds_nothing_of_its_closed_session(tiers_: Any) -> None:
+    c = conf("enqueue, allocate, preempt, reclaim, backfill", *tiers_)
+    ssn = open_session(c, Snapshot([node("n0", cpu=4)], [job("a", tasks=2)]), ManualClock(0))
+    ssn.run()
+    close_session(ssn)
+    plugins, session = ssn.plugins, weakref.ref(ssn)
+    del ssn
+    gc.collect()
+    assert session() is None
+    assert [vars(p) for p in plugins] == [vars(p) for p in tiers.PluginSet(c.tiers).plugins]
 
 
 @SETTINGS
