@@ -1,4 +1,4 @@
-"""One generic dispatcher for every hook, instead of one tier loop per hook.
+"""One dispatcher per hook mode, instead of one tier loop per hook.
 
 Each hook kind has a mode that says how the tiers' plugins combine:
 
@@ -12,12 +12,14 @@ Each hook kind has a mode that says how the tiers' plugins combine:
   by all of them (evicting is the one decision where any plugin's objection must hold).
 - EVENT: every handler is called.
 
-Every call is timed against its plugin, so the session reports seconds per plugin.
+Every call is timed against its plugin, so the session reports seconds per plugin. A table is built
+once for a conf's plugins and serves their later sessions too (``PluginSet``), so each hook gets a
+dispatcher made for its mode and plugins once, not a walk that looks up its mode on every call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from enum import Enum
 from time import perf_counter
 from typing import Any
@@ -70,16 +72,18 @@ class _Entry:
 
 
 class Hooks:
-    """The hook tables of one session, and the one dispatcher over them."""
+    """The hook tables of one conf's plugins, a dispatcher per hook, and seconds per plugin."""
 
     def __init__(self) -> None:
         self._table: dict[str, list[_Entry]] = {name: [] for name in HOOKS}
+        self._dispatch: dict[str, Fn] = {}
         self.seconds: dict[str, float] = {}
 
     def add(self, hook: str, plugin: str, tier: int, fn: Fn) -> None:
         if hook not in HOOKS:
             raise ValueError(f"unknown hook {hook!r}")
         self._table[hook].append(_Entry(plugin, fn, tier))
+        self._dispatch.clear()
         self.seconds.setdefault(plugin, 0.0)
 
     def has(self, hook: str) -> bool:
@@ -88,65 +92,155 @@ class Hooks:
     def charge(self, plugin: str, seconds: float) -> None:
         self.seconds[plugin] = self.seconds.get(plugin, 0.0) + seconds
 
+    def reset_seconds(self) -> None:
+        """A new session: every plugin's time starts again from zero (in place: dispatchers hold it)."""
+        for plugin in self.seconds:
+            self.seconds[plugin] = 0.0
+
+    def dispatchers(self) -> dict[str, Fn]:
+        """Each hook's dispatcher: called with the hook's arguments, it runs the tiers by the hook's mode."""
+        if not self._dispatch:
+            for hook, mode in HOOKS.items():
+                entries = [(e.plugin, e.fn, e.tier) for e in self._table[hook]]
+                self._dispatch[hook] = _BUILDERS[mode](entries, self.seconds)
+        return self._dispatch
+
     def call(self, hook: str, *args: Any) -> Any:
         """Run ``hook`` over the tiers according to its mode."""
-        entries = self._table[hook]
-        mode = HOOKS[hook]
-        seconds = self.seconds
-        if mode is Mode.ORDER:
-            keys = []
-            for e in entries:
-                t0 = perf_counter()
-                keys.append(e.fn(*args))
-                seconds[e.plugin] += perf_counter() - t0
-            return tuple(keys)
-        if mode is Mode.SCORE:
-            score = 0.0
-            for e in entries:
-                t0 = perf_counter()
-                score += e.fn(*args)
-                seconds[e.plugin] += perf_counter() - t0
-            return score
-        if mode is Mode.VOTE:
-            return self._vote(entries, args)
-        if mode is Mode.VICTIMS:
-            return self._victims(entries, args)
-        for e in entries:
-            t0 = perf_counter()
-            out = e.fn(*args)
-            seconds[e.plugin] += perf_counter() - t0
-            if mode is Mode.ALL:
-                if not out:
-                    return False
-            elif mode is not Mode.EVENT and out is not None:
-                return (e.plugin, out)
-        return True if mode is Mode.ALL else None
+        return self.dispatchers()[hook](*args)
 
-    def _vote(self, entries: Sequence[_Entry], args: tuple[Any, ...]) -> bool | None:
+
+# Each builder returns the dispatcher of one hook over its (plugin, fn, tier) entries, in tier order. The
+# clock is read once before the first plugin and once after each, and each plugin is charged the time
+# since the previous reading: n + 1 readings for n plugins.
+
+Entries = list[tuple[str, Fn, int]]
+
+
+def _order(entries: Entries, seconds: dict[str, float]) -> Fn:
+    def order(*args: Any) -> tuple[Any, ...]:
+        keys = []
+        t0 = perf_counter()
+        for plugin, fn, _ in entries:
+            keys.append(fn(*args))
+            t1 = perf_counter()
+            seconds[plugin] += t1 - t0
+            t0 = t1
+        return tuple(keys)
+
+    return order
+
+
+def _score(entries: Entries, seconds: dict[str, float]) -> Fn:
+    def score(*args: Any) -> float:
+        total = 0.0
+        t0 = perf_counter()
+        for plugin, fn, _ in entries:
+            total += fn(*args)
+            t1 = perf_counter()
+            seconds[plugin] += t1 - t0
+            t0 = t1
+        return total
+
+    return score
+
+
+def _first_reason(entries: Entries, seconds: dict[str, float]) -> Fn:
+    """CHECK and ANY: the first plugin with something to say answers, with its name."""
+
+    def first_reason(*args: Any) -> tuple[str, Any] | None:
+        t0 = perf_counter()
+        for plugin, fn, _ in entries:
+            out = fn(*args)
+            t1 = perf_counter()
+            seconds[plugin] += t1 - t0
+            t0 = t1
+            if out is not None:
+                return (plugin, out)
+        return None
+
+    return first_reason
+
+
+def _all(entries: Entries, seconds: dict[str, float]) -> Fn:
+    def all_(*args: Any) -> bool:
+        t0 = perf_counter()
+        for plugin, fn, _ in entries:
+            out = fn(*args)
+            t1 = perf_counter()
+            seconds[plugin] += t1 - t0
+            t0 = t1
+            if not out:
+                return False
+        return True
+
+    return all_
+
+
+def _event(entries: Entries, seconds: dict[str, float]) -> Fn:
+    def event(*args: Any) -> None:
+        t0 = perf_counter()
+        for plugin, fn, _ in entries:
+            fn(*args)
+            t1 = perf_counter()
+            seconds[plugin] += t1 - t0
+            t0 = t1
+
+    return event
+
+
+def _vote(entries: Entries, seconds: dict[str, float]) -> Fn:
+    """Within a tier any REJECT rejects and any PERMIT permits; a tier with no opinion passes on."""
+
+    def vote(*args: Any) -> bool | None:
         tier = None
         permitted = False
-        for e in entries:
-            if e.tier != tier:
+        t0 = perf_counter()
+        for plugin, fn, at in entries:
+            if at != tier:
                 if permitted:
                     return True
-                tier = e.tier
-            t0 = perf_counter()
-            vote = e.fn(*args)
-            self.seconds[e.plugin] += perf_counter() - t0
-            if vote == REJECT:
+                tier = at
+            said = fn(*args)
+            t1 = perf_counter()
+            seconds[plugin] += t1 - t0
+            t0 = t1
+            if said == REJECT:
                 return False
-            permitted = permitted or vote == PERMIT
+            permitted = permitted or said == PERMIT
         return True if permitted else None
 
-    def _victims(self, entries: Sequence[_Entry], args: tuple[Any, ...]) -> list[Any] | None:
+    return vote
+
+
+def _victims(entries: Entries, seconds: dict[str, float]) -> Fn:
+    """Every plugin narrows the candidates: a victim must be allowed by all of them."""
+
+    def victims(*args: Any) -> list[Any] | None:
         chosen: list[Any] | None = None
-        for e in entries:
-            t0 = perf_counter()
-            allowed = e.fn(*args)
-            self.seconds[e.plugin] += perf_counter() - t0
+        t0 = perf_counter()
+        for plugin, fn, _ in entries:
+            allowed = fn(*args)
+            t1 = perf_counter()
+            seconds[plugin] += t1 - t0
+            t0 = t1
             if chosen is None:
                 chosen = list(allowed)
             else:
                 keep = {id(v) for v in allowed}
                 chosen = [v for v in chosen if id(v) in keep]
         return chosen
+
+    return victims
+
+
+_BUILDERS: dict[Mode, Callable[[Entries, dict[str, float]], Fn]] = {
+    Mode.ORDER: _order,
+    Mode.SCORE: _score,
+    Mode.CHECK: _first_reason,
+    Mode.ANY: _first_reason,
+    Mode.ALL: _all,
+    Mode.VOTE: _vote,
+    Mode.VICTIMS: _victims,
+    Mode.EVENT: _event,
+}

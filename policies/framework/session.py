@@ -9,7 +9,6 @@ cycles touch a few nodes of hundreds. Decisions are the only output.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from operator import attrgetter
 from time import perf_counter
@@ -19,8 +18,9 @@ from policies import resources as res
 from policies.clock import Clock
 from policies.framework.conf import Arguments, SchedulerConf
 from policies.framework.decisions import Bind, Decisions, Eviction, Reason
-from policies.framework.hooks import Hooks
-from policies.framework.registry import ACTIONS, PLUGINS, load_builtins
+from policies.framework.hooks import Fn
+from policies.framework.registry import ACTIONS, load_builtins
+from policies.framework.tiers import give_back, take
 from policies.ordering import PendingIndex
 from policies.resources import Resources
 from policies.snapshot import OCCUPYING, READY, ROOT, JobInfo, NodeInfo, QueueInfo, Snapshot, TaskInfo, TaskStatus
@@ -35,18 +35,27 @@ _status = attrgetter("status")
 
 
 class Plugin:
-    """A policy: registers hooks for one session. Built by name from the conf's tiers."""
+    """A policy, built by name from the conf's tiers.
+
+    An instance serves one session at a time and is kept for the later sessions of the same tiers
+    (``PluginSet``): ``hooks`` is asked once, when the instance is built, and ``on_session_open``
+    must set everything the hooks read of a session.
+    """
 
     name: ClassVar[str] = ""
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
 
-    def on_session_open(self, ssn: Session) -> None:
+    def hooks(self) -> dict[str, Fn]:
+        """The hooks this plugin serves, by name; the conf's ``enableXxx: false`` leaves some out."""
         raise NotImplementedError
 
+    def on_session_open(self, ssn: Session) -> None:
+        """Take what the hooks need of this session."""
+
     def on_session_close(self, ssn: Session) -> None:
-        """Plugins keep per-session state on themselves; a new instance serves each session."""
+        """Nothing to do by default."""
 
 
 class Action:
@@ -79,8 +88,8 @@ class Session:
             self.pending_jobs: list[JobInfo] = []
             self.running_jobs = list(snapshot.jobs)
         else:
-            self.pending_jobs = [j for j in snapshot.jobs if any(t.status == TaskStatus.PENDING for t in j.tasks)]
-            self.running_jobs = [j for j in snapshot.jobs if any(t.status in OCCUPYING for t in j.tasks)]
+            self.pending_jobs = [j for j in snapshot.jobs if TaskStatus.PENDING in map(_status, j.tasks)]
+            self.running_jobs = [j for j in snapshot.jobs if not OCCUPYING.isdisjoint(map(_status, j.tasks))]
         self.capacity = res.total(n.allocatable for n in self.nodes if not n.unschedulable)
         self.queues = dict(snapshot.queues)
         self.children: dict[str, list[str]] = {}
@@ -93,7 +102,6 @@ class Session:
         self._held_by_lane = snapshot.held
         self.releases = snapshot.releases
         self._build_tree()
-        self.hooks = Hooks()
         self.decisions = Decisions()
         self.inqueue: set[str] | None = None  # set by enqueue; None = every pending job may allocate
         self.blocked: list[JobInfo] = []  # jobs allocate stopped at, for reserve/backfill
@@ -109,16 +117,15 @@ class Session:
         from policies.framework.placement import Placer
 
         self.placer: Placer = Placer(self, snapshot.evaluations)
-        self.plugins: list[Plugin] = []
-        for tier, plugin_confs in enumerate(conf.tiers):
-            for pc in plugin_confs:
-                plugin = PLUGINS[pc.name](pc.arguments)
-                self.plugins.append(plugin)
-                self._tier = tier
-                self._disabled = pc.disabled_hooks
-                t0 = perf_counter()
-                plugin.on_session_open(self)
-                self.hooks.charge(plugin.name, perf_counter() - t0)
+        self._plugin_set = take(conf.tiers)
+        self.plugins = self._plugin_set.plugins
+        self.hooks = self._plugin_set.hooks
+        self._hook = self.hooks.dispatchers()
+        self.hooks.reset_seconds()
+        for plugin in self.plugins:
+            t0 = perf_counter()
+            plugin.on_session_open(self)
+            self.hooks.charge(plugin.name, perf_counter() - t0)
 
     # ---- tree and aggregates -------------------------------------------------------------------
 
@@ -156,13 +163,12 @@ class Session:
         From the caller's totals when it keeps them (running jobs only), else summed job by job."""
         leaf_held: dict[str, Resources] = {}
         leaf_want: dict[str, Resources] = {}
-        if self._held_by_lane is not None:
+        if self._held_by_lane is not None:  # the tenant tables are empty yet, and each lane is seen once
             for lane, holds in self._held_by_lane.items():
                 res.iadd(leaf_held.setdefault(lane[0], {}), holds)
-                res.iadd(leaf_want.setdefault(lane[0], {}), holds)
-                res.iadd(self.tenant_allocated.setdefault(lane, {}), holds)
-                res.iadd(self.tenant_requested.setdefault(lane, {}), holds)
-            return leaf_held, leaf_want
+                self.tenant_allocated[lane] = dict(holds)
+                self.tenant_requested[lane] = dict(holds)
+            return leaf_held, {queue: dict(held) for queue, held in leaf_held.items()}
         for job in self.jobs.values():
             held: Resources = {}
             want: Resources = {}
@@ -206,65 +212,63 @@ class Session:
     def leaf_queues(self) -> list[str]:
         return [q for q, kids in self.children.items() if not kids and q != ROOT]
 
-    # ---- registration and dispatch -------------------------------------------------------------
-
-    def add_hook(self, hook: str, plugin: str, fn: Any) -> None:
-        """Called by plugins in on_session_open; honours the conf's enableXxx: false."""
-        if hook not in self._disabled:
-            self.hooks.add(hook, plugin, self._tier, fn)
+    # ---- dispatch ------------------------------------------------------------------------------
 
     def job_key(self, job: JobInfo) -> tuple[Any, ...]:
-        return (self.hooks.call("job_order", job), job.submit_time, job.id)
+        return (self._hook["job_order"](job), job.submit_time, job.id)
 
     def task_key(self, task: TaskInfo) -> tuple[Any, ...]:
-        return (self.hooks.call("task_order", task), task.index)
+        return (self._hook["task_order"](task), task.index)
 
     def queue_key(self, queue: str) -> tuple[Any, ...]:
-        return (self.hooks.call("queue_order", queue), queue)
+        return (self._hook["queue_order"](queue), queue)
 
     def tenant_key(self, queue: str, tenant: str) -> tuple[Any, ...]:
-        return self.hooks.call("tenant_order", queue, tenant)  # type: ignore[no-any-return]
+        return self._hook["tenant_order"](queue, tenant)  # type: ignore[no-any-return]
 
     def overused(self, queue: str) -> tuple[str, str] | None:
-        return self.hooks.call("overused", queue)  # type: ignore[no-any-return]
+        return self._hook["overused"](queue)  # type: ignore[no-any-return]
 
     def job_valid(self, job: JobInfo) -> tuple[str, str] | None:
-        return self.hooks.call("job_valid", job)  # type: ignore[no-any-return]
+        return self._hook["job_valid"](job)  # type: ignore[no-any-return]
 
     def job_enqueueable(self, job: JobInfo) -> tuple[str, str] | None:
-        return self.hooks.call("job_enqueueable", job)  # type: ignore[no-any-return]
+        return self._hook["job_enqueueable"](job)  # type: ignore[no-any-return]
 
     def job_reservable(self, job: JobInfo) -> bool:
         """No reservation plugin: nobody reserves (Volcano's greedy allocate)."""
-        return self.hooks.has("job_reservable") and self.hooks.call("job_reservable", job) is None
+        return self.hooks.has("job_reservable") and self._hook["job_reservable"](job) is None
 
     def allocatable(self, task: TaskInfo, job: JobInfo) -> tuple[str, str] | None:
         """Whether the job's queue (and tenant) may take ``task`` now: shares, caps, quotas."""
-        return self.hooks.call("allocatable", task, job)  # type: ignore[no-any-return]
+        return self._hook["allocatable"](task, job)  # type: ignore[no-any-return]
 
     def job_ready(self, job: JobInfo) -> bool:
-        return bool(self.hooks.call("job_ready", job))
+        return bool(self._hook["job_ready"](job))
 
     def job_pipelined(self, job: JobInfo) -> bool:
-        return self.hooks.call("job_pipelined", job) is not False
+        return self._hook["job_pipelined"](job) is not False
 
     def job_starving(self, job: JobInfo) -> bool:
-        return bool(self.hooks.call("job_starving", job))
+        return bool(self._hook["job_starving"](job))
 
     def predicate(self, task: TaskInfo, job: JobInfo, node: NodeInfo) -> tuple[str, str] | None:
-        return self.hooks.call("predicate", task, job, node)  # type: ignore[no-any-return]
+        return self._hook["predicate"](task, job, node)  # type: ignore[no-any-return]
 
     def node_score(self, task: TaskInfo, job: JobInfo, node: NodeInfo) -> float:
-        return float(self.hooks.call("node_order", task, job, node))
+        return float(self._hook["node_order"](task, job, node))
 
     # ---- job state counters --------------------------------------------------------------------
 
     def _count(self, job: JobInfo) -> None:
         if job.id not in self._ready:
-            statuses = Counter(map(_status, job.tasks))  # one pass, counted in C: gangs have 100s of tasks
-            self._ready[job.id] = sum(statuses[s] for s in READY)
-            self._waiting[job.id] = statuses[TaskStatus.PIPELINED]
-            self._pending[job.id] = statuses[TaskStatus.PENDING]
+            statuses = list(map(_status, job.tasks))  # counted in C: gangs have 100s of tasks
+            pending = self._pending[job.id] = statuses.count(TaskStatus.PENDING)
+            if pending == len(statuses):  # nothing of it placed yet, the common case
+                self._ready[job.id] = self._waiting[job.id] = 0
+            else:
+                self._ready[job.id] = sum(map(statuses.count, READY))
+                self._waiting[job.id] = statuses.count(TaskStatus.PIPELINED)
 
     def ready_count(self, job: JobInfo) -> int:
         self._count(job)
@@ -326,7 +330,7 @@ class Session:
         for path in (*self.ancestry(job.queue), ROOT):
             versions[path] = versions.get(path, 0) + 1
         res.iadd(self.tenant_allocated.setdefault((job.queue, job.tenant), {}), task.resources, sign)
-        self.hooks.call("on_allocate" if sign > 0 else "on_deallocate", task, job)
+        self._hook["on_allocate" if sign > 0 else "on_deallocate"](task, job)
 
     def allocate_task(self, task: TaskInfo, job: JobInfo, node: NodeInfo) -> object:
         self._touch(node)
@@ -419,6 +423,7 @@ class Session:
             self.nodes[i].restore(saved)
         self._saved.clear()
         self.decisions.plugin_seconds = dict(self.hooks.seconds)
+        give_back(self._plugin_set)
         return self.decisions
 
 

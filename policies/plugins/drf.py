@@ -8,6 +8,7 @@ another only if afterwards the preemptor's share does not exceed the victim's.
 from __future__ import annotations
 
 from policies import resources as res
+from policies.framework.hooks import Fn
 from policies.framework.registry import register_plugin
 from policies.framework.session import Plugin, Session
 from policies.resources import Resources
@@ -19,42 +20,48 @@ SHARE_DELTA = 1e-6
 @register_plugin
 class DRF(Plugin):
     name = "drf"
+    ssn: Session
+    total: Resources
+    held: dict[str, Resources]
+
+    def hooks(self) -> dict[str, Fn]:
+        hooks: dict[str, Fn] = {"job_order": self.job_order}
+        if self.arguments.flag("hierarchy", False):
+            hooks["queue_order"] = self.queue_order
+        hooks |= {"on_allocate": self.on_allocate, "on_deallocate": self.on_deallocate, "preemptable": self.preemptable}
+        return hooks
 
     def on_session_open(self, ssn: Session) -> None:
-        total = ssn.capacity
-        held: dict[str, Resources] = {}
+        self.ssn = ssn
+        self.total = ssn.capacity
+        self.held = {}
 
-        def allocated(job: JobInfo) -> Resources:
-            got = held.get(job.id)
-            if got is None:
-                got = held[job.id] = res.total(t.resources for t in job.tasks if t.status in OCCUPYING)
-            return got
+    def allocated(self, job: JobInfo) -> Resources:
+        got = self.held.get(job.id)
+        if got is None:
+            got = self.held[job.id] = res.total(t.resources for t in job.tasks if t.status in OCCUPYING)
+        return got
 
-        def job_order(job: JobInfo) -> float:
-            return res.dominant_share(allocated(job), total)
+    def job_order(self, job: JobInfo) -> float:
+        return res.dominant_share(self.allocated(job), self.total)
 
-        def queue_order(queue: str) -> tuple[float, ...]:
-            return ssn.tree_key(
-                queue, lambda q: res.dominant_share(ssn.allocated[q], total) / max(ssn.queues[q].weight, SHARE_DELTA)
-            )
+    def queue_order(self, queue: str) -> tuple[float, ...]:
+        ssn, total = self.ssn, self.total
+        return ssn.tree_key(
+            queue, lambda q: res.dominant_share(ssn.allocated[q], total) / max(ssn.queues[q].weight, SHARE_DELTA)
+        )
 
-        def on_allocate(task: TaskInfo, job: JobInfo) -> None:
-            res.iadd(allocated(job), task.resources)
+    def on_allocate(self, task: TaskInfo, job: JobInfo) -> None:
+        res.iadd(self.allocated(job), task.resources)
 
-        def on_deallocate(task: TaskInfo, job: JobInfo) -> None:
-            res.iadd(allocated(job), task.resources, -1.0)
+    def on_deallocate(self, task: TaskInfo, job: JobInfo) -> None:
+        res.iadd(self.allocated(job), task.resources, -1.0)
 
-        def preemptable(preemptor: TaskInfo, victims: list[TaskInfo]) -> list[TaskInfo]:
-            mine = res.dominant_share(res.add(allocated(ssn.jobs[preemptor.job]), preemptor.resources), total)
-            return [
-                v
-                for v in victims
-                if mine <= res.dominant_share(res.sub(allocated(ssn.jobs[v.job]), v.resources), total) + SHARE_DELTA
-            ]
-
-        ssn.add_hook("job_order", self.name, job_order)
-        if self.arguments.flag("hierarchy", False):
-            ssn.add_hook("queue_order", self.name, queue_order)
-        ssn.add_hook("on_allocate", self.name, on_allocate)
-        ssn.add_hook("on_deallocate", self.name, on_deallocate)
-        ssn.add_hook("preemptable", self.name, preemptable)
+    def preemptable(self, preemptor: TaskInfo, victims: list[TaskInfo]) -> list[TaskInfo]:
+        jobs, total = self.ssn.jobs, self.total
+        mine = res.dominant_share(res.add(self.allocated(jobs[preemptor.job]), preemptor.resources), total)
+        return [
+            v
+            for v in victims
+            if mine <= res.dominant_share(res.sub(self.allocated(jobs[v.job]), v.resources), total) + SHARE_DELTA
+        ]

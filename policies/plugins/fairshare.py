@@ -11,7 +11,9 @@ pie again for leftovers (``session.surplus``), only caps and non-surplus quotas 
 from __future__ import annotations
 
 from policies import resources as res
+from policies.framework.conf import Arguments
 from policies.framework.decisions import CAP, FAIR_SHARE
+from policies.framework.hooks import Fn
 from policies.framework.registry import register_plugin
 from policies.framework.session import Plugin, Session
 from policies.resources import EPS, Resources
@@ -34,22 +36,35 @@ def ratio(used: float, slice_: float) -> float:
 @register_plugin
 class FairShare(Plugin):
     name = "fairshare"
+    ssn: Session
+    capacity: Resources
+    limit: dict[str, float]
+    slices: dict[str, float]
+    tenant_slices: dict[tuple[str, str], float]
+    held_units: dict[str, tuple[int, float]]  # queue -> (its allocated_version, its allocation in units)
+
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.weights = arguments.quantities("weights") or {"cpu": 1.0}
+        self.dominant = arguments.flag("dominantShare", False)
+
+    def hooks(self) -> dict[str, Fn]:
+        return {"queue_order": self.queue_order, "tenant_order": self.tenant_order, "allocatable": self.allocatable}
+
+    def units(self, r: Resources) -> float:
+        return res.dominant_share(r, self.capacity) if self.dominant else res.units(r, self.weights)
 
     def on_session_open(self, ssn: Session) -> None:
-        weights = self.arguments.quantities("weights") or {"cpu": 1.0}
-        dominant = self.arguments.flag("dominantShare", False)
-        capacity = ssn.capacity
-
-        def units(r: Resources) -> float:
-            return res.dominant_share(r, capacity) if dominant else res.units(r, weights)
-
+        self.ssn = ssn
+        self.capacity = ssn.capacity
+        units = self.units
         usage = ssn.usage
         queues = {q: info for q, info in ssn.queues.items() if q != ROOT}
         eup = {
             q: effective_priority(usage.queue_rup.get(q, RUP_FLOOR), info.priority_factor, info.weight)
             for q, info in queues.items()
         }
-        limit = {}
+        self.limit = limit = {}
         claims = {}
         for q, info in queues.items():
             cap = units(info.cap) if info.cap is not None else float("inf")
@@ -63,7 +78,9 @@ class FairShare(Plugin):
                 True,
                 {UNIT: units(ssn.requested.get(q, {}))},
             )
-        slices = {q: s.get(UNIT, 0.0) for q, s in divide_tree({UNIT: units(capacity)}, claims, ssn.children).items()}
+        slices = {
+            q: s.get(UNIT, 0.0) for q, s in divide_tree({UNIT: units(self.capacity)}, claims, ssn.children).items()
+        }
         tenant_slices: dict[tuple[str, str], float] = {}
         by_leaf: dict[str, list[str]] = {}
         for queue, tenant in ssn.tenant_requested:
@@ -81,45 +98,42 @@ class FairShare(Plugin):
                 tenant_slices[(leaf, t)] = got
         self.slices = slices
         self.tenant_slices = tenant_slices
+        self.held_units = {}
 
-        held_units: dict[str, tuple[int, float]] = {}
+    def held(self, queue: str) -> float:
+        """A queue's allocation in units, worked out again only after it changed (ordering asks often)."""
+        version = self.ssn.allocated_version.get(queue, 0)
+        known = self.held_units.get(queue)
+        if known is None or known[0] != version:
+            known = self.held_units[queue] = (version, self.units(self.ssn.allocated[queue]))
+        return known[1]
 
-        def held(queue: str) -> float:
-            """A queue's allocation in units, worked out again only after it changed (ordering asks often)."""
-            version = ssn.allocated_version.get(queue, 0)
-            known = held_units.get(queue)
-            if known is None or known[0] != version:
-                known = held_units[queue] = (version, units(ssn.allocated[queue]))
-            return known[1]
+    def queue_order(self, queue: str) -> tuple[float, ...]:
+        slices = self.slices
+        return self.ssn.tree_key(queue, lambda q: ratio(self.held(q), slices.get(q, 0.0)))
 
-        def queue_order(queue: str) -> tuple[float, ...]:
-            return ssn.tree_key(queue, lambda q: ratio(held(q), slices.get(q, 0.0)))
+    def tenant_order(self, queue: str, tenant: str) -> float:
+        key = (queue, tenant)
+        return ratio(self.units(self.ssn.tenant_allocated.get(key, {})), self.tenant_slices.get(key, 0.0))
 
-        def tenant_order(queue: str, tenant: str) -> float:
-            key = (queue, tenant)
-            return ratio(units(ssn.tenant_allocated.get(key, {})), tenant_slices.get(key, 0.0))
-
-        def allocatable(task: TaskInfo, job: JobInfo) -> str | None:
-            need = units(task.resources)
-            placing = 0.0
-            if ssn.pending_count(job) < len(job.tasks):  # else nothing of it is placed: no task to sum
-                placing = units(res.total(t.resources for t in job.tasks if t.status in PLACING))
-            # Caps are hard. A fair-share slice holds a queue (or tenant) back only once it has reached
-            # it: one that is below its slice may take a job that overshoots, as HTCondor's negotiator
-            # does, so a job larger than the rest of the slice is limited by capacity (and can reserve)
-            # instead of waiting on fair share for ever.
-            for q in ssn.ancestry(job.queue):
-                before = held(q) - placing  # before this job: a gang is judged as a whole
-                if before + placing + need > limit[q] + EPS:
-                    return f"{CAP}: queue {q} would exceed its quota ({limit[q]:g} units)"
-                if not ssn.surplus and before >= slices.get(q, 0.0) - EPS:
-                    return f"{FAIR_SHARE}: queue {q} holds its fair share ({slices.get(q, 0.0):.4g} units)"
-            key = (job.queue, job.tenant)
-            tenant_held = units(ssn.tenant_allocated.get(key, {})) - placing
-            if not ssn.surplus and tenant_held >= tenant_slices.get(key, 0.0) - EPS:
-                return f"{FAIR_SHARE}: tenant {job.tenant} holds its fair share of {job.queue}"
-            return None
-
-        ssn.add_hook("queue_order", self.name, queue_order)
-        ssn.add_hook("tenant_order", self.name, tenant_order)
-        ssn.add_hook("allocatable", self.name, allocatable)
+    def allocatable(self, task: TaskInfo, job: JobInfo) -> str | None:
+        ssn, units, limit, slices = self.ssn, self.units, self.limit, self.slices
+        need = units(task.resources)
+        placing = 0.0
+        if ssn.pending_count(job) < len(job.tasks):  # else nothing of it is placed: no task to sum
+            placing = units(res.total(t.resources for t in job.tasks if t.status in PLACING))
+        # Caps are hard. A fair-share slice holds a queue (or tenant) back only once it has reached
+        # it: one that is below its slice may take a job that overshoots, as HTCondor's negotiator
+        # does, so a job larger than the rest of the slice is limited by capacity (and can reserve)
+        # instead of waiting on fair share for ever.
+        for q in ssn.ancestry(job.queue):
+            before = self.held(q) - placing  # before this job: a gang is judged as a whole
+            if before + placing + need > limit[q] + EPS:
+                return f"{CAP}: queue {q} would exceed its quota ({limit[q]:g} units)"
+            if not ssn.surplus and before >= slices.get(q, 0.0) - EPS:
+                return f"{FAIR_SHARE}: queue {q} holds its fair share ({slices.get(q, 0.0):.4g} units)"
+        key = (job.queue, job.tenant)
+        tenant_held = units(ssn.tenant_allocated.get(key, {})) - placing
+        if not ssn.surplus and tenant_held >= self.tenant_slices.get(key, 0.0) - EPS:
+            return f"{FAIR_SHARE}: tenant {job.tenant} holds its fair share of {job.queue}"
+        return None

@@ -7,8 +7,10 @@ figures are the cluster's totals: binpack then prefers the fullest cluster, spre
 
 from __future__ import annotations
 
+from policies.framework.conf import Arguments
+from policies.framework.hooks import Fn
 from policies.framework.registry import register_plugin
-from policies.framework.session import Plugin, Session
+from policies.framework.session import Plugin
 from policies.resources import EPS, Resources
 from policies.snapshot import JobInfo, NodeInfo, TaskInfo
 
@@ -29,18 +31,20 @@ class NodeOrder(Plugin):
 
     name = "nodeorder"
 
-    def on_session_open(self, ssn: Session) -> None:
-        least = self.arguments.number("leastrequested.weight", 1.0)
-        most = self.arguments.number("mostrequested.weight", 0.0)
-        balanced = self.arguments.number("balancedresource.weight", 1.0)
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.least = arguments.number("leastrequested.weight", 1.0)
+        self.most = arguments.number("mostrequested.weight", 0.0)
+        self.balanced = arguments.number("balancedresource.weight", 1.0)
 
-        def score(task: TaskInfo, job: JobInfo, node: NodeInfo) -> float:
-            cpu = requested_fraction(node, task.resources, "cpu")
-            mem = requested_fraction(node, task.resources, "memory")
-            used = (cpu + mem) / 2.0
-            return MAX_SCORE * (least * (1.0 - used) + most * used + balanced * (1.0 - abs(cpu - mem)))
+    def hooks(self) -> dict[str, Fn]:
+        return {"node_order": self.score}
 
-        ssn.add_hook("node_order", self.name, score)
+    def score(self, task: TaskInfo, job: JobInfo, node: NodeInfo) -> float:
+        cpu = requested_fraction(node, task.resources, "cpu")
+        mem = requested_fraction(node, task.resources, "memory")
+        used = (cpu + mem) / 2.0
+        return MAX_SCORE * (self.least * (1.0 - used) + self.most * used + self.balanced * (1.0 - abs(cpu - mem)))
 
 
 @register_plugin
@@ -49,25 +53,24 @@ class Binpack(Plugin):
 
     name = "binpack"
 
-    def on_session_open(self, ssn: Session) -> None:
-        weight = self.arguments.number("binpack.weight", 1.0)
-        weights = {
-            "cpu": self.arguments.number("binpack.cpu", 1.0),
-            "memory": self.arguments.number("binpack.memory", 1.0),
-        }
-        for name, w in (self.arguments.get("binpack.resources") or {}).items():
-            weights[str(name)] = float(w)
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.weight = arguments.number("binpack.weight", 1.0)
+        self.weights = {"cpu": arguments.number("binpack.cpu", 1.0), "memory": arguments.number("binpack.memory", 1.0)}
+        for name, w in (arguments.get("binpack.resources") or {}).items():
+            self.weights[str(name)] = float(w)
 
-        def score(task: TaskInfo, job: JobInfo, node: NodeInfo) -> float:
-            total = 0.0
-            wsum = 0.0
-            for name, w in weights.items():
-                if task.resources.get(name, 0.0) > 0:
-                    total += w * requested_fraction(node, task.resources, name)
-                    wsum += w
-            return weight * MAX_SCORE * total / wsum if wsum else 0.0
+    def hooks(self) -> dict[str, Fn]:
+        return {"node_order": self.score}
 
-        ssn.add_hook("node_order", self.name, score)
+    def score(self, task: TaskInfo, job: JobInfo, node: NodeInfo) -> float:
+        total = 0.0
+        wsum = 0.0
+        for name, w in self.weights.items():
+            if task.resources.get(name, 0.0) > 0:
+                total += w * requested_fraction(node, task.resources, name)
+                wsum += w
+        return self.weight * MAX_SCORE * total / wsum if wsum else 0.0
 
 
 @register_plugin
@@ -76,12 +79,14 @@ class Spread(Plugin):
 
     name = "spread"
 
-    def on_session_open(self, ssn: Session) -> None:
-        weight = self.arguments.number("weight", 1.0)
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.weight = arguments.number("weight", 1.0)
 
-        def score(task: TaskInfo, job: JobInfo, node: NodeInfo) -> float:
-            names = [r for r in task.resources if task.resources[r] > 0] or ["cpu"]
-            used = sum(requested_fraction(node, task.resources, r) for r in names) / len(names)
-            return weight * MAX_SCORE * (1.0 - used)
+    def hooks(self) -> dict[str, Fn]:
+        return {"node_order": self.score}
 
-        ssn.add_hook("node_order", self.name, score)
+    def score(self, task: TaskInfo, job: JobInfo, node: NodeInfo) -> float:
+        names = [r for r in task.resources if task.resources[r] > 0] or ["cpu"]
+        used = sum(requested_fraction(node, task.resources, r) for r in names) / len(names)
+        return self.weight * MAX_SCORE * (1.0 - used)

@@ -8,27 +8,34 @@ from __future__ import annotations
 
 from policies import resources as res
 from policies.framework.decisions import CORDONED, LABELS, TOO_BIG
+from policies.framework.hooks import Fn
 from policies.framework.registry import register_plugin
 from policies.framework.session import Plugin, Session
+from policies.resources import Resources
 from policies.snapshot import JobInfo, NodeInfo, TaskInfo
 
 
 @register_plugin
 class Predicates(Plugin):
     name = "predicates"
+    largest: dict[str, Resources]
+
+    def hooks(self) -> dict[str, Fn]:
+        return {"predicate": self.predicate}
 
     def on_session_open(self, ssn: Session) -> None:
-        largest = {n.name: n.largest_node() for n in ssn.nodes}
+        self.largest = {}  # per node, when first asked: a cycle judges few nodes afresh
 
-        def predicate(task: TaskInfo, job: JobInfo, node: NodeInfo) -> str | None:
-            if node.unschedulable:
-                return CORDONED
-            labels = node.labels
-            for key, value in job.cluster_selector.items():
-                if labels.get(key) != value:
-                    return LABELS
-            if not res.fits(task.resources, largest[node.name]):
-                return TOO_BIG
-            return None
-
-        ssn.add_hook("predicate", self.name, predicate)
+    def predicate(self, task: TaskInfo, job: JobInfo, node: NodeInfo) -> str | None:
+        if node.unschedulable:
+            return CORDONED
+        labels = node.labels
+        for key, value in job.cluster_selector.items():
+            if labels.get(key) != value:
+                return LABELS
+        largest = self.largest.get(node.name)
+        if largest is None:
+            largest = self.largest[node.name] = node.largest_node()
+        if not res.fits(task.resources, largest):
+            return TOO_BIG
+        return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from policies.framework.hooks import Fn
 from policies.framework.registry import register_plugin
 from policies.framework.session import Plugin, Session
 from policies.snapshot import JobInfo, TaskInfo
@@ -10,16 +11,19 @@ from policies.snapshot import JobInfo, TaskInfo
 @register_plugin
 class Priority(Plugin):
     name = "priority"
+    jobs: dict[str, JobInfo]
+
+    def hooks(self) -> dict[str, Fn]:
+        return {"job_order": self.job_order, "preemptable": self.preemptable}
 
     def on_session_open(self, ssn: Session) -> None:
-        jobs = ssn.jobs
+        self.jobs = ssn.jobs
 
-        def job_order(job: JobInfo) -> int:
-            return -job.priority
+    @staticmethod
+    def job_order(job: JobInfo) -> int:
+        return -job.priority
 
-        def preemptable(preemptor: TaskInfo, victims: list[TaskInfo]) -> list[TaskInfo]:
-            mine = jobs[preemptor.job].priority
-            return [v for v in victims if jobs[v.job].priority < mine]
-
-        ssn.add_hook("job_order", self.name, job_order)
-        ssn.add_hook("preemptable", self.name, preemptable)
+    def preemptable(self, preemptor: TaskInfo, victims: list[TaskInfo]) -> list[TaskInfo]:
+        jobs = self.jobs
+        mine = jobs[preemptor.job].priority
+        return [v for v in victims if jobs[v.job].priority < mine]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from policies import resources as res
 from policies.framework.decisions import CAP, OVERUSED
+from policies.framework.hooks import Fn
 from policies.framework.registry import register_plugin
 from policies.framework.session import Plugin, Session
 from policies.resources import EPS, Resources
@@ -32,6 +33,18 @@ def share(allocated: Resources, deserved: Resources) -> float:
 @register_plugin
 class Proportion(Plugin):
     name = "proportion"
+    ssn: Session
+    deserved: dict[str, Resources]
+    inqueue: dict[str, Resources]
+
+    def hooks(self) -> dict[str, Fn]:
+        return {
+            "queue_order": self.queue_order,
+            "overused": self.overused,
+            "allocatable": self.allocatable,
+            "job_enqueueable": self.job_enqueueable,
+            "reclaimable": self.reclaimable,
+        }
 
     def on_session_open(self, ssn: Session) -> None:
         claims = {
@@ -39,57 +52,57 @@ class Proportion(Plugin):
             for q, info in ssn.queues.items()
             if q != ROOT
         }
-        self.deserved = deserved = divide_tree(ssn.capacity, claims, ssn.children)
-        inqueue: dict[str, Resources] = {}
+        self.ssn = ssn
+        self.deserved = divide_tree(ssn.capacity, claims, ssn.children)
+        self.inqueue = {}
 
-        def queue_order(queue: str) -> tuple[float, ...]:
-            return ssn.tree_key(queue, lambda q: share(ssn.allocated[q], deserved[q]))
+    def queue_order(self, queue: str) -> tuple[float, ...]:
+        ssn, deserved = self.ssn, self.deserved
+        return ssn.tree_key(queue, lambda q: share(ssn.allocated[q], deserved[q]))
 
-        def overused(queue: str) -> str | None:
-            for q in ssn.ancestry(queue):
-                want, got = deserved[q], ssn.allocated[q]
-                if all(v <= got.get(r, 0.0) + EPS for r, v in want.items()):
-                    cap = ssn.queues[q].cap if q in ssn.queues else None
-                    if cap and all(got.get(r, 0.0) + EPS >= v for r, v in cap.items() if r in want):
-                        return f"{CAP}: queue {q} holds {got}, its cap is {cap}"
-                    return f"{OVERUSED}: queue {q or 'root'} holds {got}, its deserved share is {want}"
-            return None
+    def overused(self, queue: str) -> str | None:
+        ssn = self.ssn
+        for q in ssn.ancestry(queue):
+            want, got = self.deserved[q], ssn.allocated[q]
+            if all(v <= got.get(r, 0.0) + EPS for r, v in want.items()):
+                cap = ssn.queues[q].cap if q in ssn.queues else None
+                if cap and all(got.get(r, 0.0) + EPS >= v for r, v in cap.items() if r in want):
+                    return f"{CAP}: queue {q} holds {got}, its cap is {cap}"
+                return f"{OVERUSED}: queue {q or 'root'} holds {got}, its deserved share is {want}"
+        return None
 
-        def allocatable(task: TaskInfo, job: JobInfo) -> str | None:
-            for q in ssn.ancestry(job.queue):
-                want, got = deserved[q], ssn.allocated[q]
-                for r, qty in task.resources.items():
-                    if qty > 0 and got.get(r, 0.0) + qty > want.get(r, 0.0) + EPS:
-                        return f"{OVERUSED}: queue {q} would exceed its deserved {r} ({want.get(r, 0.0):g})"
-            return None
+    def allocatable(self, task: TaskInfo, job: JobInfo) -> str | None:
+        ssn = self.ssn
+        for q in ssn.ancestry(job.queue):
+            want, got = self.deserved[q], ssn.allocated[q]
+            for r, qty in task.resources.items():
+                if qty > 0 and got.get(r, 0.0) + qty > want.get(r, 0.0) + EPS:
+                    return f"{OVERUSED}: queue {q} would exceed its deserved {r} ({want.get(r, 0.0):g})"
+        return None
 
-        def job_enqueueable(job: JobInfo) -> str | None:
-            need = job.min_request()
-            for q in ssn.ancestry(job.queue):
-                cap = ssn.queues[q].cap
-                if cap is None:
-                    continue
-                future = res.add(res.add(ssn.allocated[q], inqueue.get(q, {})), need)
-                over = [r for r in cap if future.get(r, 0.0) > cap[r] + EPS]
-                if over:
-                    return f"{CAP}: queue {q} would exceed its cap in {', '.join(over)}"
-            for q in ssn.ancestry(job.queue):
-                res.iadd(inqueue.setdefault(q, {}), need)
-            return None
+    def job_enqueueable(self, job: JobInfo) -> str | None:
+        ssn, inqueue = self.ssn, self.inqueue
+        need = job.min_request()
+        for q in ssn.ancestry(job.queue):
+            cap = ssn.queues[q].cap
+            if cap is None:
+                continue
+            future = res.add(res.add(ssn.allocated[q], inqueue.get(q, {})), need)
+            over = [r for r in cap if future.get(r, 0.0) > cap[r] + EPS]
+            if over:
+                return f"{CAP}: queue {q} would exceed its cap in {', '.join(over)}"
+        for q in ssn.ancestry(job.queue):
+            res.iadd(inqueue.setdefault(q, {}), need)
+        return None
 
-        def reclaimable(_: TaskInfo, victims: list[TaskInfo]) -> list[TaskInfo]:
-            left: dict[str, Resources] = {}
-            allowed = []
-            for v in victims:
-                queue = ssn.jobs[v.job].queue
-                after = res.sub(left.get(queue, ssn.allocated[queue]), v.resources)
-                if all(after.get(r, 0.0) + EPS >= deserved[queue].get(r, 0.0) for r in v.resources):
-                    left[queue] = after
-                    allowed.append(v)
-            return allowed
-
-        ssn.add_hook("queue_order", self.name, queue_order)
-        ssn.add_hook("overused", self.name, overused)
-        ssn.add_hook("allocatable", self.name, allocatable)
-        ssn.add_hook("job_enqueueable", self.name, job_enqueueable)
-        ssn.add_hook("reclaimable", self.name, reclaimable)
+    def reclaimable(self, _: TaskInfo, victims: list[TaskInfo]) -> list[TaskInfo]:
+        ssn = self.ssn
+        left: dict[str, Resources] = {}
+        allowed = []
+        for v in victims:
+            queue = ssn.jobs[v.job].queue
+            after = res.sub(left.get(queue, ssn.allocated[queue]), v.resources)
+            if all(after.get(r, 0.0) + EPS >= self.deserved[queue].get(r, 0.0) for r in v.resources):
+                left[queue] = after
+                allowed.append(v)
+        return allowed

@@ -6,6 +6,8 @@ holding resources idle ("reserve conditionally, after a timeout").
 
 from __future__ import annotations
 
+from policies.framework.conf import Arguments
+from policies.framework.hooks import Fn
 from policies.framework.registry import register_plugin
 from policies.framework.session import Plugin, Session
 from policies.snapshot import JobInfo
@@ -14,14 +16,20 @@ from policies.snapshot import JobInfo
 @register_plugin
 class Reservation(Plugin):
     name = "reservation"
+    now: float
+
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.after = arguments.duration("after", 0)
+
+    def hooks(self) -> dict[str, Fn]:
+        return {"job_reservable": self.job_reservable}
 
     def on_session_open(self, ssn: Session) -> None:
-        after = self.arguments.duration("after", 0)
+        self.now = ssn.now
 
-        def job_reservable(job: JobInfo) -> str | None:
-            waited = ssn.now - job.waiting_from
-            if waited >= after:
-                return None
-            return f"waited {waited:.0f}s of the {after:.0f}s before a job may reserve"
-
-        ssn.add_hook("job_reservable", self.name, job_reservable)
+    def job_reservable(self, job: JobInfo) -> str | None:
+        waited = self.now - job.waiting_from
+        if waited >= self.after:
+            return None
+        return f"waited {waited:.0f}s of the {self.after:.0f}s before a job may reserve"
