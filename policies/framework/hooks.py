@@ -19,7 +19,7 @@ dispatcher made for its mode and plugins once, not a walk that looks up its mode
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from enum import Enum
 from time import perf_counter
 from typing import Any
@@ -110,23 +110,27 @@ class Hooks:
         return self.dispatchers()[hook](*args)
 
 
-# Each builder returns the dispatcher of one hook over its (plugin, fn, tier) entries, in tier order. The
-# clock is read once before the first plugin and once after each, and each plugin is charged the time
-# since the previous reading: n + 1 readings for n plugins.
+# Each builder returns the dispatcher of one hook over its (plugin, fn, tier) entries, in tier order, and
+# runs the plugins through ``_timed``: the clock is read once before the first plugin and once after
+# each, and each plugin is charged the time since the previous reading (n + 1 readings for n plugins).
 
 Entries = list[tuple[str, Fn, int]]
 
 
+def _timed(entries: Entries, seconds: dict[str, float], args: tuple[Any, ...]) -> Iterator[tuple[str, Any]]:
+    """Each plugin's answer with its name, one at a time: a dispatcher that has its answer stops asking."""
+    t0 = perf_counter()
+    for plugin, fn, _ in entries:
+        out = fn(*args)
+        t1 = perf_counter()
+        seconds[plugin] += t1 - t0
+        t0 = t1
+        yield plugin, out
+
+
 def _order(entries: Entries, seconds: dict[str, float]) -> Fn:
     def order(*args: Any) -> tuple[Any, ...]:
-        keys = []
-        t0 = perf_counter()
-        for plugin, fn, _ in entries:
-            keys.append(fn(*args))
-            t1 = perf_counter()
-            seconds[plugin] += t1 - t0
-            t0 = t1
-        return tuple(keys)
+        return tuple(key for _, key in _timed(entries, seconds, args))
 
     return order
 
@@ -134,12 +138,8 @@ def _order(entries: Entries, seconds: dict[str, float]) -> Fn:
 def _score(entries: Entries, seconds: dict[str, float]) -> Fn:
     def score(*args: Any) -> float:
         total = 0.0
-        t0 = perf_counter()
-        for plugin, fn, _ in entries:
-            total += fn(*args)
-            t1 = perf_counter()
-            seconds[plugin] += t1 - t0
-            t0 = t1
+        for _, points in _timed(entries, seconds, args):
+            total += points
         return total
 
     return score
@@ -149,12 +149,7 @@ def _first_reason(entries: Entries, seconds: dict[str, float]) -> Fn:
     """CHECK and ANY: the first plugin with something to say answers, with its name."""
 
     def first_reason(*args: Any) -> tuple[str, Any] | None:
-        t0 = perf_counter()
-        for plugin, fn, _ in entries:
-            out = fn(*args)
-            t1 = perf_counter()
-            seconds[plugin] += t1 - t0
-            t0 = t1
+        for plugin, out in _timed(entries, seconds, args):
             if out is not None:
                 return (plugin, out)
         return None
@@ -164,51 +159,37 @@ def _first_reason(entries: Entries, seconds: dict[str, float]) -> Fn:
 
 def _all(entries: Entries, seconds: dict[str, float]) -> Fn:
     def all_(*args: Any) -> bool:
-        t0 = perf_counter()
-        for plugin, fn, _ in entries:
-            out = fn(*args)
-            t1 = perf_counter()
-            seconds[plugin] += t1 - t0
-            t0 = t1
-            if not out:
-                return False
-        return True
+        return all(out for _, out in _timed(entries, seconds, args))
 
     return all_
 
 
 def _event(entries: Entries, seconds: dict[str, float]) -> Fn:
     def event(*args: Any) -> None:
-        t0 = perf_counter()
-        for plugin, fn, _ in entries:
-            fn(*args)
-            t1 = perf_counter()
-            seconds[plugin] += t1 - t0
-            t0 = t1
+        for _ in _timed(entries, seconds, args):
+            pass
 
     return event
 
 
 def _vote(entries: Entries, seconds: dict[str, float]) -> Fn:
     """Within a tier any REJECT rejects and any PERMIT permits; a tier with no opinion passes on."""
+    tiers: list[Entries] = []
+    for entry in entries:
+        if not tiers or tiers[-1][0][2] != entry[2]:
+            tiers.append([])
+        tiers[-1].append(entry)
 
     def vote(*args: Any) -> bool | None:
-        tier = None
-        permitted = False
-        t0 = perf_counter()
-        for plugin, fn, at in entries:
-            if at != tier:
-                if permitted:
-                    return True
-                tier = at
-            said = fn(*args)
-            t1 = perf_counter()
-            seconds[plugin] += t1 - t0
-            t0 = t1
-            if said == REJECT:
-                return False
-            permitted = permitted or said == PERMIT
-        return True if permitted else None
+        for tier in tiers:
+            permitted = False
+            for _, said in _timed(tier, seconds, args):
+                if said == REJECT:
+                    return False
+                permitted = permitted or said == PERMIT
+            if permitted:
+                return True
+        return None
 
     return vote
 
@@ -218,12 +199,7 @@ def _victims(entries: Entries, seconds: dict[str, float]) -> Fn:
 
     def victims(*args: Any) -> list[Any] | None:
         chosen: list[Any] | None = None
-        t0 = perf_counter()
-        for plugin, fn, _ in entries:
-            allowed = fn(*args)
-            t1 = perf_counter()
-            seconds[plugin] += t1 - t0
-            t0 = t1
+        for _, allowed in _timed(entries, seconds, args):
             if chosen is None:
                 chosen = list(allowed)
             else:
