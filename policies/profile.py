@@ -21,6 +21,7 @@ from operator import itemgetter
 from policies import resources as res
 from policies.framework.decisions import Reservation
 from policies.resources import EPS, Resources
+from policies.snapshot import OCCUPYING, JobInfo, TaskStatus
 
 INF = math.inf
 
@@ -123,6 +124,16 @@ class Releases:
 
 
 NO_RELEASES = Releases(())
+
+
+def releases_of(jobs: Iterable[JobInfo]) -> dict[str, Releases]:
+    """Per node, when the running tasks of ``jobs`` free what they hold."""
+    ends: dict[str, list[tuple[float, Resources]]] = {}
+    for job in jobs:
+        for t in job.tasks:
+            if t.status in OCCUPYING and t.status != TaskStatus.RELEASING and t.expected_end is not None:
+                ends.setdefault(t.node, []).append((t.expected_end, t.resources))
+    return {node: Releases(steps) for node, steps in ends.items()}
 
 
 class ReservationBook:

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from policies import resources as res
 from policies.framework.decisions import RESERVED, TOO_BIG
 from policies.framework.session import Session
-from policies.profile import Releases, ReservationBook
-from policies.resources import Resources
-from policies.snapshot import OCCUPYING, JobInfo, TaskStatus
+from policies.profile import ReservationBook, releases_of
+from policies.snapshot import JobInfo
 
 
 def reservation_book(ssn: Session) -> ReservationBook:
@@ -24,16 +21,6 @@ def reservation_book(ssn: Session) -> ReservationBook:
             if walltime is not None:
                 ssn.book.release(task.node, ssn.now + walltime, task.resources)
     return ssn.book
-
-
-def releases_of(jobs: Iterable[JobInfo]) -> dict[str, Releases]:
-    """Per node, when the running tasks of ``jobs`` free what they hold."""
-    ends: dict[str, list[tuple[float, Resources]]] = {}
-    for job in jobs:
-        for t in job.tasks:
-            if t.status in OCCUPYING and t.status != TaskStatus.RELEASING and t.expected_end is not None:
-                ends.setdefault(t.node, []).append((t.expected_end, t.resources))
-    return {node: Releases(steps) for node, steps in ends.items()}
 
 
 def book(ssn: Session, job: JobInfo) -> bool:
