@@ -148,9 +148,9 @@ class FederationState:
             self.pending.remove(record.id)
         if record.state in ON_CLUSTER and record.cluster:
             view = self.clusters.setdefault(record.cluster, ClusterView(record.cluster))
+            if record.id not in view.jobs or old is None or old.started_at != record.start_time:
+                view.releases = None  # a job new to the view (also one a rejoined cluster lost) or restarted
             view.jobs[record.id] = None
-            if old is None or (old.cluster, old.started_at) != (record.cluster, record.start_time):
-                view.releases = None
             if self._holding.get(record.id) is not info:
                 self._hold(record.id, info)
             if view.room is not None:

@@ -111,6 +111,20 @@ def test_reservations_see_a_start_a_reported_end_and_an_end() -> None:
     assert _ends(state) == ([], {"c": ([], [])})
 
 
+def test_reservations_see_a_job_a_rejoined_cluster_reports_again() -> None:
+    """The cluster leaves and joins again empty; the job's next version puts it back on the cluster."""
+    state = FederationState()
+    state.set_cluster("c", {}, cordoned=False)
+    state.set_report("c", 0.0, _report([CPU], []))
+    running = job_record("a", [1.0], JobState.RUNNING, "c", 1, start_time=5.0, walltime=100.0)
+    state.upsert_job(running, 1, b"")
+    state.remove_cluster("c")
+    state.set_cluster("c", {}, cordoned=False)
+    assert _ends(state) == ([], {"c": ([], [])})
+    state.upsert_job(running, 2, b"")
+    assert _ends(state) == ([("a", "c", 105.0)], {"c": ([105.0], [{"cpu": 1.0}])})
+
+
 _step = st.one_of(
     st.tuples(st.just("dispatch"), st.integers(0, 2), st.integers(0, 1)),
     st.tuples(st.just("start"), st.integers(0, 2), st.integers(0, 50)),
