@@ -24,9 +24,7 @@ from federation.cli.jobs import read_documents
 from federation.cli.output import console, emit
 from federation.client import FedqClient
 from federation.config import load_yaml_file
-from federation.launcher import FedqProcess, ServerProcess, wait_until
 from federation.models import TERMINAL_STATES
-from federation.store import EtcdServer
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 AGENTS = {"ray-local": CONFIGS / "agents" / "ray.yaml", "sim-local": CONFIGS / "agents" / "simulated.yaml"}
@@ -98,6 +96,9 @@ def tenant_report(client: FedqClient, owners: dict[str, str]) -> list[list[Any]]
 
 
 def run_up(args: argparse.Namespace) -> int:
+    from federation.launcher import FedqProcess, ServerProcess, wait_until  # with the store: ~0.2 s of start-up
+    from federation.store import EtcdServer
+
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="fedq-up-"))
     work.mkdir(parents=True, exist_ok=True)
     admin = f"fedq_admin_{secrets.token_urlsafe(18)}"

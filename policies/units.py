@@ -9,8 +9,6 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
-from kubernetes.utils import parse_quantity as _k8s_parse_quantity
-
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 
@@ -21,8 +19,12 @@ def parse_quantity(value: str | int | float) -> float:
         raise ValueError(f"quantity must be a number or a string like '500m' or '4Gi', not {value!r}")
     if isinstance(value, int | float):
         return float(value)
+    # Imported on first use: the kubernetes package loads its whole client (~0.2 s), which every
+    # ``fedq`` command would pay at start-up though most never parse a quantity string.
+    from kubernetes.utils import parse_quantity as k8s_parse_quantity
+
     try:
-        parsed = _k8s_parse_quantity(str(value).strip())
+        parsed = k8s_parse_quantity(str(value).strip())
     except (ValueError, InvalidOperation, TypeError) as exc:
         raise ValueError(f"invalid quantity {value!r}: expected e.g. '2', '500m', '4Gi'") from exc
     if not isinstance(parsed, Decimal):

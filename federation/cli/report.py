@@ -13,7 +13,6 @@ from typing import Any
 from federation.cli.context import client_from, common_options, output_of
 from federation.cli.output import emit, when
 from federation.reports.models import QuotaReport, UserPrioReport
-from federation.reports.plot import plot_quota
 from federation.reports.render import (
     CLUSTER_COLUMNS,
     QUOTA_COLUMNS,
@@ -41,6 +40,8 @@ def cmd_quota(args: argparse.Namespace) -> int:
     report = QuotaReport.model_validate(data)
     if args.plot:
         assert report.series is not None, "the server sent no usage series"
+        from federation.reports.plot import plot_quota  # matplotlib: ~0.5 s, paid only by --plot
+
         window = f"{when(report.since)} to {when(report.until)} UTC"
         fair = {row.tenant: row.fair_share for row in report.tenants}
         plot_quota(report.series, fair, args.plot, title=f"Usage against fair share, {window}")

@@ -7,16 +7,7 @@ import asyncio
 import os
 import secrets
 
-import uvicorn
-
-from federation.api.app import create_app
 from federation.cli.output import errors
-from federation.config import load_federation_config, load_yaml_file
-from federation.models import QueueTreeConfig
-from federation.scheduler.metrics import SchedulerMetrics
-from federation.scheduler.service import SchedulerService
-from federation.store import open_store
-from policies.clock import SystemClock
 
 
 def admin_token_from_env() -> tuple[str, bool]:
@@ -36,6 +27,18 @@ def store_url(kind: str, etcd: str | None) -> str:
 
 
 async def serve(args: argparse.Namespace) -> None:
+    # Imported here, not at the top: the web stack, the store client and the scheduler take most of a
+    # second to load, which every other ``fedq`` command would pay at start-up.
+    import uvicorn
+
+    from federation.api.app import create_app
+    from federation.config import load_federation_config, load_yaml_file
+    from federation.models import QueueTreeConfig
+    from federation.scheduler.metrics import SchedulerMetrics
+    from federation.scheduler.service import SchedulerService
+    from federation.store import open_store
+    from policies.clock import SystemClock
+
     config = load_federation_config(args.config)
     queues = QueueTreeConfig.model_validate(load_yaml_file(args.queues)) if args.queues else None
     token, generated = admin_token_from_env()

@@ -11,7 +11,6 @@ from federation.simulator.engine import Progress, SimulationResult, simulate
 from federation.simulator.entitlement import fair_shares
 from federation.simulator.metrics import Metrics, compute_metrics
 from federation.simulator.output import write_jobs_csv, write_metrics_json
-from federation.simulator.plots import plot_tenant_shares, plot_utilization, plot_waits
 from federation.simulator.scenario import Scenario
 
 POLICIES = ("fcfs", "easy", "conservative")
@@ -55,6 +54,8 @@ def run_scenario(
     metrics = compute_metrics(result.records, result.capacity, shares or None)
     write_metrics_json(metrics, files[1])
     if plot and any(r.start is not None and r.end is not None for r in result.records):
+        from federation.simulator.plots import plot_tenant_shares, plot_utilization, plot_waits  # matplotlib: ~0.5 s
+
         paths = [out / name for name in PLOTS]
         plot_utilization(result.records, result.capacity, paths[0])
         plot_tenant_shares(result.records, shares or _equal(result), paths[1], result.capacity)
