@@ -1,8 +1,10 @@
 """``fedq explain``: why a job waits, built from what the leader publishes and the job index.
 
-The leader writes its last cycle's reasons and reservations under ``sched/status``; the job's place
-in line comes from the index (queued jobs of its queue, in priority then submit order). Any API
-replica can answer.
+The leader writes its last cycle's reasons, reservations and line under ``sched/status``. The line is
+the waiting jobs in the order the cycle took them up (fair share between queues and tenants, then
+priority and submit time), so a job's place in it is its true place. A job the cycle did not reach
+(or beyond the published part) gets its place in its own queue by priority and submit time from the
+index. Any API replica can answer.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from federation import keys
 from federation.clusters import ClusterService
 from federation.jobs import JobRepository
 from federation.models import JobRecord, JobState
-from federation.store import Store
+from federation.store import Store, count_many
 
 QUEUED = (JobState.PENDING, JobState.RESERVED, JobState.UNSCHEDULABLE)
 
@@ -36,19 +38,34 @@ POLICY = {
 }
 
 
+LINE = "the order the last cycle took waiting jobs up in"
+QUEUE_ORDER = "priority and submit time in its queue: not in the last cycle's line"
+
+
 def _line_key(item: dict[str, Any]) -> tuple[float, float, str]:
     return (-item["priority"], item["submit_time"], item["id"])
 
 
-async def _position(jobs: JobRepository, record: JobRecord) -> dict[str, int]:
-    queued = [item for state in QUEUED for item in await jobs.summaries(state=state.value)]
-    mine = _line_key(record.summary())
-    return {
-        "in_queue": 1 + sum(1 for i in queued if i["queue"] == record.queue and _line_key(i) < mine),
-        "queue_length": sum(1 for i in queued if i["queue"] == record.queue),
-        "overall": 1 + sum(1 for i in queued if _line_key(i) < mine),
-        "queued": len(queued),
+async def _position(store: Store, jobs: JobRepository, record: JobRecord, line: list[list[str]]) -> dict[str, Any]:
+    """Its place in the last cycle's line if that reached it, else its place in its queue by priority and
+    submit time; the lengths are counted by the store, so this reads one queue's index at most."""
+    states = [state.value for state in QUEUED]
+    counted = await count_many(store, [keys.index_prefix(state, q) for q in (None, record.queue) for state in states])
+    out: dict[str, Any] = {
+        "queue_length": sum(counted[len(states) :]),
+        "queued": sum(counted[: len(states)]),
+        "reached": len(line),
     }
+    ahead_in_queue = 0
+    for rank, (job_id, queue) in enumerate(line, 1):
+        if job_id == record.id:
+            out.update(in_queue=ahead_in_queue + 1, overall=rank, basis=LINE)
+            return out
+        ahead_in_queue += queue == record.queue
+    mine = _line_key(record.summary())
+    in_queue = [item for state in states for item in await jobs.summaries(state, record.queue)]
+    out.update(in_queue=1 + sum(1 for i in in_queue if _line_key(i) < mine), overall=None, basis=QUEUE_ORDER)
+    return out
 
 
 async def explain(
@@ -64,7 +81,7 @@ async def explain(
     reasons = [{"code": c, "source": s, "message": m, "policy": POLICY.get(c, c)} for c, s, m in raw]
     reservation = status.get("reservations", {}).get(record.id)
     blocking = [{"job": job_id, **r} for job_id, r in status.get("reservations", {}).items() if job_id != record.id]
-    out["position"] = await _position(jobs, record)
+    out["position"] = await _position(store, jobs, record, status.get("line", []))
     out["reasons"] = reasons
     out["reservation"] = reservation
     out["other_reservations"] = blocking

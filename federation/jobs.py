@@ -238,10 +238,10 @@ class JobRepository:
             raise NotFound(job_id)
         return StoredJob(JobRecord.from_bytes(kv.value), kv.mod_revision)
 
-    async def summaries(self, state: str) -> list[dict[str, Any]]:
-        """Every list view of one state from the index alone (no record reads), for places in line;
-        pages of the list API come from ``summary_page``."""
-        return [json.loads(kv.value) for kv in await self.store.range(keys.index_prefix(state))]
+    async def summaries(self, state: str, queue: str | None = None) -> list[dict[str, Any]]:
+        """Every list view of one state (of one queue) from the index alone (no record reads), for places
+        in line; pages of the list API come from ``summary_page``."""
+        return [json.loads(kv.value) for kv in await self.store.range(keys.index_prefix(state, queue))]
 
     async def counts(self, states: Sequence[str], queues: Sequence[str]) -> dict[str, Counter[str]]:
         """Jobs per queue and state, counted by the store in the index without reading it: a few txns

@@ -134,12 +134,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     ]
     if "position" in why:
         p = why["position"]
-        rows.append(
-            [
-                "position",
-                f"{p['in_queue']} of {p['queue_length']} in its queue, {p['overall']} of {p['queued']} overall",
-            ]
-        )
+        place = f"{p['in_queue']} of {p['queue_length']} in its queue"
+        if p["overall"] is not None:
+            place += f", {p['overall']} of {p['queued']} overall, in the order the last cycle took waiting jobs up"
+        else:
+            place += f" by priority and submit time (not among the {p['reached']} waiting jobs the last cycle took up)"
+        rows.append(["position", place])
         rows += [["policy", f"{r['policy']}: {r['message']}"] for r in why["reasons"]]
         if why.get("projected_start"):
             rows.append(

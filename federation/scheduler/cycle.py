@@ -24,6 +24,7 @@ class CyclePlan:
     reasons: dict[str, list[Reason]] = field(default_factory=dict)
     queue_reasons: dict[str, Reason] = field(default_factory=dict)
     unschedulable: dict[str, str] = field(default_factory=dict)
+    line: list[tuple[str, str]] = field(default_factory=list)  # (job, queue): who still waits, in the order taken up
     seconds: float = 0.0
     plugin_seconds: dict[str, float] = field(default_factory=dict)
 
@@ -57,5 +58,10 @@ class GlobalScheduler:
             why = None if info is None else state.never_fits(info)
             if why is not None:
                 plan.unschedulable[job] = why
+        plan.line = [
+            (job, queue)
+            for job, queue in decisions.considered.items()
+            if job not in placed and job not in plan.unschedulable
+        ]
         plan.seconds = perf_counter() - started
         return plan

@@ -48,7 +48,7 @@ from policies.clock import Clock
 log = structlog.get_logger("fedq.scheduler")
 
 DEBOUNCE = 0.05
-MAX_PUBLISHED_REASONS = 2000
+MAX_PUBLISHED_JOBS = 2000  # per-job entries in the published status: reasons, and the line
 
 
 class NotFollowing(RuntimeError):
@@ -437,8 +437,9 @@ class SchedulerService:
         return landed
 
     async def _publish(self, plan: CyclePlan, now: float) -> None:
-        """What explain needs from the leader: reasons, reservations, cycle time."""
-        reasons = dict(list(plan.reasons.items())[:MAX_PUBLISHED_REASONS])
+        """What explain needs from the leader: reasons, reservations, the line of waiting jobs as the
+        cycle took them up (the first ``MAX_PUBLISHED_JOBS``), cycle time."""
+        reasons = dict(list(plan.reasons.items())[:MAX_PUBLISHED_JOBS])
         body = {
             "time": now,
             "cycle_seconds": round(plan.seconds, 4),
@@ -448,6 +449,7 @@ class SchedulerService:
                 job: {"clusters": r.nodes, "start": r.start, "end": r.end} for job, r in plan.reservations.items()
             },
             "unschedulable": plan.unschedulable,
+            "line": plan.line[:MAX_PUBLISHED_JOBS],
         }
         data = json.dumps({k: v for k, v in body.items() if k != "time"}, sort_keys=True).encode()
         if data != self._published:

@@ -123,6 +123,7 @@ class OrderedJobs:
                 continue
             if job.id not in ssn.jobs:
                 ssn.jobs[job.id] = job
+            ssn.decisions.considered.setdefault(job.id, job.queue)
             return job
         return None
 

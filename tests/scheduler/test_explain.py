@@ -61,6 +61,33 @@ async def test_waiting_on_fair_share(make_harness: HarnessFactory, explain_of: A
     assert why["position"]["in_queue"] == 1 and why["position"]["queue_length"] == len(waiting)
 
 
+async def test_place_in_line_is_the_schedulers_fair_share_order(
+    make_harness: HarnessFactory, explain_of: Any
+) -> None:
+    """x has used the cluster, y has not: y's job comes first in the cycle's line although x's was
+    submitted before it, and explain says so (by submit time x's would be first). A job the cycle has
+    not taken up yet gets its place in its queue by priority and submit time."""
+    h = await make_harness(NO_RESERVATIONS, {"queues": [{"name": "a"}]})
+    await h.join("c1", CPU4)
+    [await h.submit("x", cpu=1, runtime=10_000) for _ in range(2)]
+    await h.tick()
+    await h.tick(600)
+    early = await h.submit("x", cpu=3)
+    late = await h.submit("y", cpu=3)
+    await h.tick(1)
+    explain = await explain_of(h)
+    first, second = await explain(late), await explain(early)
+    assert codes(first) == codes(second) == ["insufficient"]
+    assert (first["position"]["overall"], second["position"]["overall"]) == (1, 2)
+    assert (first["position"]["in_queue"], second["position"]["in_queue"]) == (1, 2)
+    assert first["position"]["queued"] == first["position"]["queue_length"] == 2
+    assert first["position"]["basis"] == "the order the last cycle took waiting jobs up in"
+    newest = await h.submit("x", cpu=3, priority=5)
+    unseen = await explain(newest)
+    assert unseen["position"]["overall"] is None and unseen["position"]["in_queue"] == 1
+    assert unseen["position"]["queued"] == 3 and unseen["position"]["reached"] == 2
+
+
 async def test_blocked_by_cap(make_harness: HarnessFactory, explain_of: Any) -> None:
     h = await make_harness(NO_RESERVATIONS, {"queues": [{"name": "a", "cap": {"cpu": 2}}, {"name": "b"}]})
     await h.join("c1", CPU4)
