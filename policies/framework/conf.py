@@ -10,6 +10,7 @@ configurations:
 - name: backfill
   arguments: {depth: 1}
 placement: task        # fedq: "job" puts all tasks of a job on one node (a cluster, globally)
+hookTiming: false      # fedq: time every hook call against its plugin (a profile; see hooks.py)
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class SchedulerConf:
     tiers: list[list[PluginConf]]
     configurations: dict[str, Arguments] = field(default_factory=dict)
     placement: str = "task"
+    hook_timing: bool = False
 
     def action_arguments(self, name: str) -> Arguments:
         return self.configurations.get(name, Arguments())
@@ -135,4 +137,7 @@ def load_conf(source: str | Path | Mapping[str, Any]) -> SchedulerConf:
     placement = str(raw.get("placement", "task"))
     if placement not in ("task", "job"):
         raise ValueError(f"placement must be 'task' or 'job', got {placement!r}")
-    return SchedulerConf(actions, tiers, configurations, placement)
+    hook_timing = raw.get("hookTiming", False)
+    if not isinstance(hook_timing, bool):
+        raise ValueError(f"hookTiming must be true or false, got {hook_timing!r}")
+    return SchedulerConf(actions, tiers, configurations, placement, hook_timing)

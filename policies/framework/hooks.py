@@ -12,9 +12,12 @@ Each hook kind has a mode that says how the tiers' plugins combine:
   by all of them (evicting is the one decision where any plugin's objection must hold).
 - EVENT: every handler is called.
 
-Every call is timed against its plugin, so the session reports seconds per plugin. A table is built
-once for a conf's plugins and serves their later sessions too (``PluginSet``), so each hook gets a
-dispatcher made for its mode and plugins once, not a walk that looks up its mode on every call.
+Plugins are charged for their session open and close, as Volcano's plugin latency is. With the
+conf's ``hookTiming`` every hook call is timed against its plugin as well: a profile of where a
+session's time goes, which costs two clock reads per plugin and call (about a tenth of a trace
+replay), so it is off unless asked for. A table is built once for a conf's plugins and serves their
+later sessions too (``PluginSet``), so each hook gets a dispatcher made for its mode and plugins
+once, not a walk that looks up its mode on every call.
 """
 
 from __future__ import annotations
@@ -72,12 +75,14 @@ class _Entry:
 
 
 class Hooks:
-    """The hook tables of one conf's plugins, a dispatcher per hook, and seconds per plugin."""
+    """The hook tables of one conf's plugins, a dispatcher per hook, and seconds per plugin (of hook
+    calls too when ``timed``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, timed: bool = False) -> None:
         self._table: dict[str, list[_Entry]] = {name: [] for name in HOOKS}
         self._dispatch: dict[str, Fn] = {}
         self.seconds: dict[str, float] = {}
+        self.timed = timed
 
     def add(self, hook: str, plugin: str, tier: int, fn: Fn) -> None:
         if hook not in HOOKS:
@@ -100,9 +105,10 @@ class Hooks:
     def dispatchers(self) -> dict[str, Fn]:
         """Each hook's dispatcher: called with the hook's arguments, it runs the tiers by the hook's mode."""
         if not self._dispatch:
+            walk = _timed(self.seconds) if self.timed else _untimed
             for hook, mode in HOOKS.items():
                 entries = [(e.plugin, e.fn, e.tier) for e in self._table[hook]]
-                self._dispatch[hook] = _BUILDERS[mode](entries, self.seconds)
+                self._dispatch[hook] = _BUILDERS[mode](entries, walk)
         return self._dispatch
 
     def call(self, hook: str, *args: Any) -> Any:
@@ -111,45 +117,54 @@ class Hooks:
 
 
 # Each builder returns the dispatcher of one hook over its (plugin, fn, tier) entries, in tier order, and
-# runs the plugins through ``_timed``: the clock is read once before the first plugin and once after
-# each, and each plugin is charged the time since the previous reading (n + 1 readings for n plugins).
+# runs the plugins through a walk: each plugin's answer with its name, one at a time, so a dispatcher
+# that has its answer stops asking. The timed walk reads the clock once before the first plugin and
+# once after each, and charges each plugin the time since the previous reading (n + 1 readings for n).
 
 Entries = list[tuple[str, Fn, int]]
+Walk = Callable[[Entries, tuple[Any, ...]], Iterator[tuple[str, Any]]]
 
 
-def _timed(entries: Entries, seconds: dict[str, float], args: tuple[Any, ...]) -> Iterator[tuple[str, Any]]:
-    """Each plugin's answer with its name, one at a time: a dispatcher that has its answer stops asking."""
-    t0 = perf_counter()
+def _untimed(entries: Entries, args: tuple[Any, ...]) -> Iterator[tuple[str, Any]]:
     for plugin, fn, _ in entries:
-        out = fn(*args)
-        t1 = perf_counter()
-        seconds[plugin] += t1 - t0
-        t0 = t1
-        yield plugin, out
+        yield plugin, fn(*args)
 
 
-def _order(entries: Entries, seconds: dict[str, float]) -> Fn:
+def _timed(seconds: dict[str, float]) -> Walk:
+    def walk(entries: Entries, args: tuple[Any, ...]) -> Iterator[tuple[str, Any]]:
+        t0 = perf_counter()
+        for plugin, fn, _ in entries:
+            out = fn(*args)
+            t1 = perf_counter()
+            seconds[plugin] += t1 - t0
+            t0 = t1
+            yield plugin, out
+
+    return walk
+
+
+def _order(entries: Entries, walk: Walk) -> Fn:
     def order(*args: Any) -> tuple[Any, ...]:
-        return tuple(key for _, key in _timed(entries, seconds, args))
+        return tuple(key for _, key in walk(entries, args))
 
     return order
 
 
-def _score(entries: Entries, seconds: dict[str, float]) -> Fn:
+def _score(entries: Entries, walk: Walk) -> Fn:
     def score(*args: Any) -> float:
         total = 0.0
-        for _, points in _timed(entries, seconds, args):
+        for _, points in walk(entries, args):
             total += points
         return total
 
     return score
 
 
-def _first_reason(entries: Entries, seconds: dict[str, float]) -> Fn:
+def _first_reason(entries: Entries, walk: Walk) -> Fn:
     """CHECK and ANY: the first plugin with something to say answers, with its name."""
 
     def first_reason(*args: Any) -> tuple[str, Any] | None:
-        for plugin, out in _timed(entries, seconds, args):
+        for plugin, out in walk(entries, args):
             if out is not None:
                 return (plugin, out)
         return None
@@ -157,22 +172,22 @@ def _first_reason(entries: Entries, seconds: dict[str, float]) -> Fn:
     return first_reason
 
 
-def _all(entries: Entries, seconds: dict[str, float]) -> Fn:
+def _all(entries: Entries, walk: Walk) -> Fn:
     def all_(*args: Any) -> bool:
-        return all(out for _, out in _timed(entries, seconds, args))
+        return all(out for _, out in walk(entries, args))
 
     return all_
 
 
-def _event(entries: Entries, seconds: dict[str, float]) -> Fn:
+def _event(entries: Entries, walk: Walk) -> Fn:
     def event(*args: Any) -> None:
-        for _ in _timed(entries, seconds, args):
+        for _ in walk(entries, args):
             pass
 
     return event
 
 
-def _vote(entries: Entries, seconds: dict[str, float]) -> Fn:
+def _vote(entries: Entries, walk: Walk) -> Fn:
     """Within a tier any REJECT rejects and any PERMIT permits; a tier with no opinion passes on."""
     tiers: list[Entries] = []
     for entry in entries:
@@ -183,7 +198,7 @@ def _vote(entries: Entries, seconds: dict[str, float]) -> Fn:
     def vote(*args: Any) -> bool | None:
         for tier in tiers:
             permitted = False
-            for _, said in _timed(tier, seconds, args):
+            for _, said in walk(tier, args):
                 if said == REJECT:
                     return False
                 permitted = permitted or said == PERMIT
@@ -194,12 +209,12 @@ def _vote(entries: Entries, seconds: dict[str, float]) -> Fn:
     return vote
 
 
-def _victims(entries: Entries, seconds: dict[str, float]) -> Fn:
+def _victims(entries: Entries, walk: Walk) -> Fn:
     """Every plugin narrows the candidates: a victim must be allowed by all of them."""
 
     def victims(*args: Any) -> list[Any] | None:
         chosen: list[Any] | None = None
-        for _, allowed in _timed(entries, seconds, args):
+        for _, allowed in walk(entries, args):
             if chosen is None:
                 chosen = list(allowed)
             else:
@@ -210,7 +225,7 @@ def _victims(entries: Entries, seconds: dict[str, float]) -> Fn:
     return victims
 
 
-_BUILDERS: dict[Mode, Callable[[Entries, dict[str, float]], Fn]] = {
+_BUILDERS: dict[Mode, Callable[[Entries, Walk], Fn]] = {
     Mode.ORDER: _order,
     Mode.SCORE: _score,
     Mode.CHECK: _first_reason,

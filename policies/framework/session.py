@@ -117,7 +117,7 @@ class Session:
         from policies.framework.placement import Placer
 
         self.placer: Placer = Placer(self, snapshot.evaluations)
-        self._plugin_set = take(conf.tiers)
+        self._plugin_set = take(conf.tiers, conf.hook_timing)
         self.plugins = self._plugin_set.plugins
         self.hooks = self._plugin_set.hooks
         self._hook = self.hooks.dispatchers()

@@ -26,10 +26,10 @@ KEEP = 8  # idle sets kept: one per conf a process schedules with is enough
 
 
 class PluginSet:
-    def __init__(self, tiers: list[list[PluginConf]]) -> None:
+    def __init__(self, tiers: list[list[PluginConf]], timed: bool = False) -> None:
         self.tiers = copy.deepcopy(tiers)
         self.plugins: list[Plugin] = []
-        self.hooks = Hooks()
+        self.hooks = Hooks(timed)
         for tier, plugin_confs in enumerate(self.tiers):
             for pc in plugin_confs:
                 plugin = PLUGINS[pc.name](pc.arguments)
@@ -51,13 +51,13 @@ _idle: list[PluginSet] = []
 _lock = threading.Lock()
 
 
-def take(tiers: list[list[PluginConf]]) -> PluginSet:
-    """A set for a new session: an idle one built from equal tiers, else a new one."""
+def take(tiers: list[list[PluginConf]], timed: bool = False) -> PluginSet:
+    """A set for a new session: an idle one built from equal tiers (and hook timing), else a new one."""
     with _lock:
         for i, kept in enumerate(_idle):
-            if kept.tiers == tiers:
+            if kept.tiers == tiers and kept.hooks.timed == timed:
                 return _idle.pop(i)
-    return PluginSet(tiers)
+    return PluginSet(tiers, timed)
 
 
 def give_back(plugins: PluginSet) -> None:

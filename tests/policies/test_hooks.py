@@ -58,10 +58,11 @@ def registrations(draw: st.DrawFn) -> tuple[str, list[tuple[str, int, Any]]]:
     return hook, [(f"p{i}", tiers[i], draw(RESULTS[HOOKS[hook]])) for i in range(count)]
 
 
-@given(registrations())
-def test_every_mode_answers_as_the_tier_walk_and_asks_no_more_plugins(case: tuple[str, list[Any]]) -> None:
+@given(registrations(), st.booleans())
+def test_every_mode_answers_as_the_tier_walk_and_asks_no_more_plugins(case: tuple[str, list[Any]], timed: bool) -> None:
+    """Timed or not, a dispatcher answers the same; only a timed one charges the plugins it asked."""
     hook, results = case
-    hooks = Hooks()
+    hooks = Hooks(timed)
     asked: list[str] = []
     for plugin, tier, result in results:
         hooks.add(hook, plugin, tier, lambda *_, p=plugin, r=result: asked.append(p) or r)
@@ -69,4 +70,4 @@ def test_every_mode_answers_as_the_tier_walk_and_asks_no_more_plugins(case: tupl
     assert hooks.call(hook, "arg") == expected
     assert asked == [plugin for plugin, _, _ in results[:count]]
     assert set(hooks.seconds) == {plugin for plugin, _, _ in results}
-    assert all(hooks.seconds[p] > 0 for p in asked)
+    assert all((hooks.seconds[p] > 0) == (timed and p in asked) for p in hooks.seconds)

@@ -78,14 +78,32 @@ def test_sessions_open_at_the_same_time_never_share_plugins() -> None:
     assert [b.job for b in close_session(two).binds] == ["b"]
 
 
+def busy_world() -> Snapshot:
+    return Snapshot([node(f"n{i}") for i in range(50)], [job(f"j{i}") for i in range(50)])
+
+
 def test_plugin_seconds_are_each_sessions_own(monkeypatch: pytest.MonkeyPatch) -> None:
     reads = iter(range(1_000_000))
     monkeypatch.setattr(hooks, "perf_counter", lambda: float(next(reads)))  # a hook call takes 1 s per plugin
     c = conf("allocate", ["gang"], ["predicates"])
-    busy = run(c, Snapshot([node(f"n{i}") for i in range(50)], [job(f"j{i}") for i in range(50)]))
+    c.hook_timing = True
+    busy = run(c, busy_world())
     idle = run(c, Snapshot([]))
     assert busy.plugin_seconds["predicates"] >= 50
     assert set(idle.plugin_seconds) == {"gang", "predicates"} and idle.plugin_seconds["predicates"] < 1
+
+
+def test_hook_calls_are_timed_only_when_the_conf_asks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ``hookTiming`` plugins are charged for session open and close only (a real, short
+    time); a conf that asks gets a set of its own, never the kept untimed one."""
+    reads = iter(range(1_000_000))
+    monkeypatch.setattr(hooks, "perf_counter", lambda: float(next(reads)))
+    c = conf("allocate", ["gang"], ["predicates"])
+    quiet = run(c, busy_world())
+    c.hook_timing = True
+    loud = run(c, busy_world())
+    assert quiet.plugin_seconds["predicates"] < 1 <= 50 <= loud.plugin_seconds["predicates"]
+    assert [b.job for b in quiet.binds] == [b.job for b in loud.binds]
 
 
 @pytest.mark.parametrize("tiers_", [LOCAL_TIERS, GLOBAL_TIERS])

@@ -126,6 +126,9 @@ configurations:
         load_conf({"actions": "allocate, dance", "tiers": []})
     with pytest.raises(ValueError, match="names no hook"):
         load_conf({"actions": "allocate", "tiers": [{"plugins": [{"name": "gang", "enableDance": False}]}]})
+    assert not c.hook_timing and load_conf({"actions": "allocate", "hookTiming": True}).hook_timing
+    with pytest.raises(ValueError, match="hookTiming must be true or false, got 'yes'"):
+        load_conf({"actions": "allocate", "hookTiming": "yes"})
 
 
 def test_fair_share_serves_the_tenant_with_the_better_priority_and_respins_leftovers() -> None:

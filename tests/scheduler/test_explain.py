@@ -61,9 +61,7 @@ async def test_waiting_on_fair_share(make_harness: HarnessFactory, explain_of: A
     assert why["position"]["in_queue"] == 1 and why["position"]["queue_length"] == len(waiting)
 
 
-async def test_place_in_line_is_the_schedulers_fair_share_order(
-    make_harness: HarnessFactory, explain_of: Any
-) -> None:
+async def test_place_in_line_is_the_schedulers_fair_share_order(make_harness: HarnessFactory, explain_of: Any) -> None:
     """x has used the cluster, y has not: y's job comes first in the cycle's line although x's was
     submitted before it, and explain says so (by submit time x's would be first). A job the cycle has
     not taken up yet gets its place in its queue by priority and submit time."""
