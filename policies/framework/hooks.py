@@ -14,15 +14,15 @@ Each hook kind has a mode that says how the tiers' plugins combine:
 
 Plugins are charged for their session open and close, as Volcano's plugin latency is. With the
 conf's ``hookTiming`` every hook call is timed against its plugin as well: a profile of where a
-session's time goes, which costs two clock reads per plugin and call (about a tenth of a trace
-replay), so it is off unless asked for. A table is built once for a conf's plugins and serves their
-later sessions too (``PluginSet``), so each hook gets a dispatcher made for its mode and plugins
-once, not a walk that looks up its mode on every call.
+session's time goes, which costs two clock reads per plugin and call, so it is off unless asked
+for. A table is built once for a conf's plugins and serves their later sessions too
+(``PluginSet``), so each hook gets a dispatcher made for its mode and plugins once, not a walk
+that looks up its mode on every call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from enum import Enum
 from time import perf_counter
 from typing import Any
@@ -105,10 +105,12 @@ class Hooks:
     def dispatchers(self) -> dict[str, Fn]:
         """Each hook's dispatcher: called with the hook's arguments, it runs the tiers by the hook's mode."""
         if not self._dispatch:
-            walk = _timed(self.seconds) if self.timed else _untimed
             for hook, mode in HOOKS.items():
-                entries = [(e.plugin, e.fn, e.tier) for e in self._table[hook]]
-                self._dispatch[hook] = _BUILDERS[mode](entries, walk)
+                entries = [
+                    (e.plugin, _charged(e.plugin, e.fn, self.seconds) if self.timed else e.fn, e.tier)
+                    for e in self._table[hook]
+                ]
+                self._dispatch[hook] = _BUILDERS[mode](entries)
         return self._dispatch
 
     def call(self, hook: str, *args: Any) -> Any:
@@ -116,55 +118,52 @@ class Hooks:
         return self.dispatchers()[hook](*args)
 
 
-# Each builder returns the dispatcher of one hook over its (plugin, fn, tier) entries, in tier order, and
-# runs the plugins through a walk: each plugin's answer with its name, one at a time, so a dispatcher
-# that has its answer stops asking. The timed walk reads the clock once before the first plugin and
-# once after each, and charges each plugin the time since the previous reading (n + 1 readings for n).
+# Each builder returns the dispatcher of one hook over its (plugin, fn, tier) entries, in tier order; a
+# dispatcher that has its answer stops asking. Timing wraps each plugin's function (``_charged``), so
+# the dispatchers are the same whether or not the hooks are timed.
 
 Entries = list[tuple[str, Fn, int]]
-Walk = Callable[[Entries, tuple[Any, ...]], Iterator[tuple[str, Any]]]
 
 
-def _untimed(entries: Entries, args: tuple[Any, ...]) -> Iterator[tuple[str, Any]]:
-    for plugin, fn, _ in entries:
-        yield plugin, fn(*args)
-
-
-def _timed(seconds: dict[str, float]) -> Walk:
-    def walk(entries: Entries, args: tuple[Any, ...]) -> Iterator[tuple[str, Any]]:
+def _charged(plugin: str, fn: Fn, seconds: dict[str, float]) -> Fn:
+    def timed(*args: Any) -> Any:
         t0 = perf_counter()
-        for plugin, fn, _ in entries:
-            out = fn(*args)
-            t1 = perf_counter()
-            seconds[plugin] += t1 - t0
-            t0 = t1
-            yield plugin, out
+        try:
+            return fn(*args)
+        finally:
+            seconds[plugin] += perf_counter() - t0
 
-    return walk
+    return timed
 
 
-def _order(entries: Entries, walk: Walk) -> Fn:
+def _order(entries: Entries) -> Fn:
+    fns = [fn for _, fn, _ in entries]
+
     def order(*args: Any) -> tuple[Any, ...]:
-        return tuple(key for _, key in walk(entries, args))
+        return tuple([fn(*args) for fn in fns])
 
     return order
 
 
-def _score(entries: Entries, walk: Walk) -> Fn:
+def _score(entries: Entries) -> Fn:
+    fns = [fn for _, fn, _ in entries]
+
     def score(*args: Any) -> float:
         total = 0.0
-        for _, points in walk(entries, args):
-            total += points
+        for fn in fns:
+            total += fn(*args)
         return total
 
     return score
 
 
-def _first_reason(entries: Entries, walk: Walk) -> Fn:
+def _first_reason(entries: Entries) -> Fn:
     """CHECK and ANY: the first plugin with something to say answers, with its name."""
+    named = [(plugin, fn) for plugin, fn, _ in entries]
 
     def first_reason(*args: Any) -> tuple[str, Any] | None:
-        for plugin, out in walk(entries, args):
+        for plugin, fn in named:
+            out = fn(*args)
             if out is not None:
                 return (plugin, out)
         return None
@@ -172,33 +171,43 @@ def _first_reason(entries: Entries, walk: Walk) -> Fn:
     return first_reason
 
 
-def _all(entries: Entries, walk: Walk) -> Fn:
+def _all(entries: Entries) -> Fn:
+    fns = [fn for _, fn, _ in entries]
+
     def all_(*args: Any) -> bool:
-        return all(out for _, out in walk(entries, args))
+        for fn in fns:
+            if not fn(*args):
+                return False
+        return True
 
     return all_
 
 
-def _event(entries: Entries, walk: Walk) -> Fn:
+def _event(entries: Entries) -> Fn:
+    fns = [fn for _, fn, _ in entries]
+
     def event(*args: Any) -> None:
-        for _ in walk(entries, args):
-            pass
+        for fn in fns:
+            fn(*args)
 
     return event
 
 
-def _vote(entries: Entries, walk: Walk) -> Fn:
+def _vote(entries: Entries) -> Fn:
     """Within a tier any REJECT rejects and any PERMIT permits; a tier with no opinion passes on."""
-    tiers: list[Entries] = []
-    for entry in entries:
-        if not tiers or tiers[-1][0][2] != entry[2]:
+    tiers: list[list[Fn]] = []
+    last_tier = None
+    for _, fn, tier in entries:
+        if tier != last_tier:
             tiers.append([])
-        tiers[-1].append(entry)
+            last_tier = tier
+        tiers[-1].append(fn)
 
     def vote(*args: Any) -> bool | None:
-        for tier in tiers:
+        for fns in tiers:
             permitted = False
-            for _, said in walk(tier, args):
+            for fn in fns:
+                said = fn(*args)
                 if said == REJECT:
                     return False
                 permitted = permitted or said == PERMIT
@@ -209,12 +218,14 @@ def _vote(entries: Entries, walk: Walk) -> Fn:
     return vote
 
 
-def _victims(entries: Entries, walk: Walk) -> Fn:
+def _victims(entries: Entries) -> Fn:
     """Every plugin narrows the candidates: a victim must be allowed by all of them."""
+    fns = [fn for _, fn, _ in entries]
 
     def victims(*args: Any) -> list[Any] | None:
         chosen: list[Any] | None = None
-        for _, allowed in walk(entries, args):
+        for fn in fns:
+            allowed = fn(*args)
             if chosen is None:
                 chosen = list(allowed)
             else:
@@ -225,7 +236,7 @@ def _victims(entries: Entries, walk: Walk) -> Fn:
     return victims
 
 
-_BUILDERS: dict[Mode, Callable[[Entries, Walk], Fn]] = {
+_BUILDERS: dict[Mode, Callable[[Entries], Fn]] = {
     Mode.ORDER: _order,
     Mode.SCORE: _score,
     Mode.CHECK: _first_reason,
