@@ -32,10 +32,11 @@ class _Node:
     every cycle does not rebuild every node.
     """
 
-    __slots__ = ("view", "used", "_snapshot")
+    __slots__ = ("view", "position", "used", "_snapshot")
 
-    def __init__(self, view: NodeView) -> None:
+    def __init__(self, view: NodeView, position: int) -> None:
         self.view = view
+        self.position = position  # in the backend's listing
         self.used: dict[str, float] = {r: view.used.get(r, 0.0) for r in view.allocatable}
         self._snapshot: NodeView | None = None
 
@@ -89,7 +90,9 @@ class SimulatedBackend:
         for view in nodes:
             if view.name in self._nodes:
                 raise ValueError(f"duplicate node name {view.name!r}")
-            self._nodes[view.name] = _Node(view)
+            self._nodes[view.name] = _Node(view, len(self._nodes))
+        self._listing = [node.snapshot() for node in self._nodes.values()]  # what ``nodes`` hands out
+        self._changed: list[_Node] = []  # nodes whose usage changed since the listing was brought up to date
         self._runs: dict[RunKey, _Run] = {}
         self._active_by_job: dict[str, set[RunKey]] = {}
         self._ends: list[tuple[float, int, _Run]] = []  # (end, launch order, run); ties never reach the run
@@ -106,9 +109,14 @@ class SimulatedBackend:
         return cls(nodes_from_groups(config.get("nodes", [])), clock, default_runtime=default_runtime)
 
     def nodes(self) -> list[NodeView]:
-        """Snapshots shared between calls until the node's usage changes: read them, never mutate them."""
+        """Snapshots shared between calls until the node's usage changes: read them, never mutate them.
+        Only the nodes a start or an end changed get a new one."""
         self.advance()
-        return [node.snapshot() for node in self._nodes.values()]
+        listing = self._listing
+        for node in self._changed:
+            listing[node.position] = node.snapshot()
+        self._changed.clear()
+        return list(listing)
 
     def launch(self, gang: Sequence[TaskLaunch]) -> None:
         self.advance()
@@ -202,10 +210,16 @@ class SimulatedBackend:
         run = _Run(launch, status, end, over_walltime)
         self._runs[key] = run
         self._active_by_job.setdefault(launch.job_id, set()).add(key)
-        self._nodes[launch.node].take(launch.resources, 1.0)
+        self._use(launch, 1.0)
         self._seq += 1
         heapq.heappush(self._ends, (end, self._seq, run))
         self._events.append(status)
+
+    def _use(self, launch: TaskLaunch, sign: float) -> None:
+        """The task's resources taken (+1) on its node or given back (-1)."""
+        node = self._nodes[launch.node]
+        node.take(launch.resources, sign)
+        self._changed.append(node)
 
     def _finish(
         self, run: _Run, phase: TaskPhase, at: float, *, reason: str = "", exit_code: int | None = None
@@ -217,7 +231,7 @@ class SimulatedBackend:
         job_keys.discard(key)
         if not job_keys:
             del self._active_by_job[launch.job_id]
-        self._nodes[launch.node].take(launch.resources, -1.0)
+        self._use(launch, -1.0)
         started = run.status
         run.status = TaskStatus(
             started.job_id,
