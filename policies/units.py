@@ -63,4 +63,9 @@ def format_duration(seconds: float) -> str:
         size = _DURATION_UNITS[unit]
         if seconds >= size and (seconds / size).is_integer():
             return f"{seconds / size:.0f}{unit}"
-    return f"{seconds:f}".rstrip("0").rstrip(".") + "s"
+    # repr is the shortest decimal that reads back as the same float; Decimal writes it without an
+    # exponent (1e-07 -> 0.0000001), which parse_duration does not read. (A fixed six places lost digits.)
+    text = format(Decimal(repr(float(seconds))), "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text + "s"
