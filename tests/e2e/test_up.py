@@ -3,6 +3,8 @@ prints the report, within 2 minutes (issue 4 acceptance 4)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -46,3 +48,61 @@ def test_fedq_up_runs_the_sample_workload_and_reports(tmp_path: Path) -> None:
     assert out.count("Succeeded") >= 11  # 11 jobs in configs/examples/workload.yaml (the array has 8)
     assert "fedq is up: export FEDQ_SERVER=" in out
     assert elapsed < 120, f"fedq up took {elapsed:.0f}s"
+
+
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the process ended meanwhile
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_sigterm_stops_everything_fedq_up_started(tmp_path: Path) -> None:
+    """A supervisor's SIGTERM (or ``timeout``) must not leave etcd, the server or an agent behind. Before,
+    only Ctrl-C unwound; a SIGTERM killed ``fedq up`` alone and orphaned its children."""
+    started: list[int] = []
+    up = subprocess.Popen(
+        [sys.executable, "-m", "federation.cli", "up", "--agents", "sim-local", "--timeout", "1"]
+        + ["--port", str(free_port()), "--workdir", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    try:
+        assert up.stdout is not None
+        seen = []
+        for line in up.stdout:  # until it says it is up and waiting
+            seen.append(line)
+            if "Ctrl-C stops everything" in line:
+                break
+        else:
+            pytest.fail("fedq up ended before it was up:\n" + "".join(seen))
+        started = _children(up.pid)
+        assert len(started) >= 3, f"expected etcd, the server and an agent, found {started}"
+        up.send_signal(signal.SIGTERM)
+        rest, _ = up.communicate(timeout=60)
+        assert up.returncode == 0, "".join(seen) + rest
+        assert "stopping" in rest
+        assert [pid for pid in started if _running(pid)] == []
+    finally:  # a regression must not leave its processes to the next test
+        if up.poll() is None:
+            up.kill()
+        for pid in started:
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)
