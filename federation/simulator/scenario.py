@@ -68,11 +68,16 @@ class ClusterEntry(_Strict):
     def _labels(cls, value: dict[str, str]) -> dict[str, str]:
         return _check_labels(value, "cluster label")
 
+    @field_validator("nodes")
+    @classmethod
+    def _nodes(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Checked with the other fields, so a bad node group is reported with them, at its place."""
+        if not nodes_from_groups(value):
+            raise ValueError("no nodes: every group has count 0")
+        return value
+
     def build(self) -> SimCluster:
-        views = nodes_from_groups(self.nodes)
-        if not views:
-            raise ValueError(f"cluster {self.name!r} has no nodes")
-        return SimCluster(self.name, views, dict(self.labels))
+        return SimCluster(self.name, nodes_from_groups(self.nodes), dict(self.labels))
 
 
 class JobEntry(JobSpecBody):
