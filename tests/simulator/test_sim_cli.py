@@ -112,39 +112,43 @@ def test_a_scenario_and_a_trace_together_is_a_usage_error(tmp_path: Path, trace:
     assert exit_info.value.code == 2
 
 
-def test_a_bad_scenario_names_the_file_and_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def refused(scenario: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """What ``fedq simulate`` says about a bad scenario: it exits 1 and writes nothing."""
     bad = tmp_path / "bad.yaml"
-    bad.write_text(
+    bad.write_text(scenario, encoding="utf-8")
+    assert fedq("simulate", str(bad), "--output-dir", str(tmp_path / "out")) == 1
+    assert not (tmp_path / "out").exists()
+    return capsys.readouterr().err
+
+
+def test_a_bad_scenario_names_the_file_and_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    err = refused(
         "clusters: [{name: c, nodes: [{count: 1, resources: {cpu: 1}}]}]\n"
         "queues: [{name: q}]\n"
         "jobs: [{id: j, tenant: t, queue: q, submit: 0, runtime: 1, tasks: [{replicas: 1}], walltimee: 5}]\n",
-        encoding="utf-8",
+        tmp_path,
+        capsys,
     )
-    assert fedq("simulate", str(bad), "--output-dir", str(tmp_path / "out")) == 1
-    err = capsys.readouterr().err
     assert "bad.yaml" in err and "walltimee" in err
 
 
 def test_bad_node_groups_are_reported_at_their_place_with_the_other_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bad = tmp_path / "bad.yaml"
-    bad.write_text(
+    err = refused(
         "clusters:\n"
         "- {name: east, nodes: [{count: 2, resources: {cpu: 4}}]}\n"
         "- {name: west, nodes: [{count: 1, resources: {cpu: 4}}, {count: 1, resources: {cpu: -4}}]}\n"
         "- {name: north, nodes: [{count: 0, resources: {cpu: 4}}]}\n"
         "queues: [{name: q}]\n"
         "jobs: [{id: j, tenant: t, queue: q, submit: -1, runtime: 1, tasks: [{replicas: 1}]}]\n",
-        encoding="utf-8",
+        tmp_path,
+        capsys,
     )
-    assert fedq("simulate", str(bad), "--output-dir", str(tmp_path / "out")) == 1
-    err = capsys.readouterr().err
     assert "3 validation errors" in err
     assert "clusters.1.nodes\n  Value error, node group 1: resource 'cpu': quantity must not be negative" in err
     assert "clusters.2.nodes\n  Value error, no nodes: every group has count 0" in err
     assert "jobs.0.submit" in err
-    assert not (tmp_path / "out").exists()
 
 
 def test_same_inputs_give_byte_identical_outputs_in_separate_processes(tmp_path: Path) -> None:
