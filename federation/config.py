@@ -7,12 +7,12 @@ before it is deployed.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from policies.units import parse_duration
+from policies.units import format_duration, parse_duration
 
 
 def _seconds(value: Any) -> float:
@@ -35,7 +35,10 @@ class _Section(BaseModel):
 
 class FairShareConfig(_Section):
     half_life: float = Field(86400.0, alias="halfLife")
-    usage_weights: dict[str, float] = Field(default_factory=lambda: {"cpu": 1.0}, alias="usageWeights")
+    # A negative weight would make running work lower a tenant's usage, so its priority better.
+    usage_weights: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(
+        default_factory=lambda: {"cpu": 1.0}, alias="usageWeights"
+    )
     dominant_share: bool = Field(False, alias="dominantShare")
 
     @field_validator("half_life", mode="before")
@@ -68,7 +71,18 @@ class ClusterLivenessConfig(_Section):
     @field_validator("lost_after", "requeue_after", mode="before")
     @classmethod
     def _durations(cls, value: Any) -> float:
-        return _seconds(value)
+        return _positive_seconds(value)
+
+    @model_validator(mode="after")
+    def _requeue_once_lost(self) -> ClusterLivenessConfig:
+        """A silent cluster's jobs are requeued only once it counts as lost: never while it is Ready."""
+        if self.requeue_after < self.lost_after:
+            raise ValueError(
+                f"requeueAfter ({format_duration(self.requeue_after)}) must not be shorter than lostAfter "
+                f"({format_duration(self.lost_after)}): a silent cluster's jobs would be requeued while it "
+                "still counts as Ready"
+            )
+        return self
 
 
 class ReclaimConfig(_Section):

@@ -1,0 +1,30 @@
+"""federation.yaml values that would make the scheduler misbehave are refused, naming the field."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from federation.config import FederationConfig
+
+
+def errors_of(raw: dict[str, object]) -> list[tuple[tuple[int | str, ...], str]]:
+    with pytest.raises(ValidationError) as info:
+        FederationConfig.model_validate(raw)
+    return [(err["loc"], err["msg"]) for err in info.value.errors()]
+
+
+@pytest.mark.parametrize("weight", [-1, float("nan"), float("inf")])
+def test_a_usage_weight_must_be_a_finite_non_negative_number(weight: float) -> None:
+    found = errors_of({"fairshare": {"usageWeights": {"cpu": 1, "memory": weight}}})
+    assert [loc for loc, _ in found] == [("fairshare", "usageWeights", "memory")]
+
+
+def test_jobs_of_a_silent_cluster_are_requeued_only_once_it_counts_as_lost() -> None:
+    [(loc, message)] = errors_of({"cluster": {"lostAfter": "60s", "requeueAfter": "10s"}})
+    assert loc == ("cluster",)
+    assert "requeueAfter (10s) must not be shorter than lostAfter (1m)" in message
+    assert [loc for loc, _ in errors_of({"cluster": {"lostAfter": 0}})] == [("cluster", "lostAfter")]
+    same = FederationConfig.model_validate({"cluster": {"lostAfter": "30s", "requeueAfter": "30s"}})
+    assert (same.cluster.lost_after, same.cluster.requeue_after) == (30.0, 30.0)
+    assert FederationConfig().fairshare.usage_weights == {"cpu": 1.0}
