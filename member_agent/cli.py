@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import structlog
 
 from federation.client import FedqClient
 from member_agent.agent import Agent
-from member_agent.backends import create_backend
+from member_agent.backends import Backend, create_backend
 from member_agent.config import AgentConfig, load_agent_config
 from member_agent.credentials import Credential, load_credential, save_credential
 from member_agent.local_scheduler import LocalScheduler
@@ -57,17 +59,24 @@ def _config(args: argparse.Namespace) -> AgentConfig:
     return merged
 
 
-def run_agent(config: AgentConfig, credential: Credential, stop: threading.Event) -> None:
+def run_agent(config: AgentConfig, credential: Credential, backend: Backend, stop: threading.Event) -> None:
     clock = SystemClock()
-    backend = create_backend(config.backend, dict(getattr(config, config.backend)), clock)
     scheduler = LocalScheduler.from_file(clock, config.scheduler)
     with FedqClient(credential.server, credential.token) as client:
         agent = Agent(client, credential.cluster, backend, scheduler, clock, report_interval=config.report_interval)
         log.info("agent running", cluster=credential.cluster, backend=config.backend, server=credential.server)
-        try:
-            agent.run(stop)
-        finally:
-            backend.close()
+        agent.run(stop)
+
+
+@contextmanager
+def _backend(config: AgentConfig) -> Iterator[Backend]:
+    """The configured backend, closed on the way out. Built before anything is sent to the federation,
+    so bad backend settings (or a Ray or Kubernetes that cannot be reached) do not spend a join token."""
+    backend = create_backend(config.backend, dict(getattr(config, config.backend)), SystemClock())
+    try:
+        yield backend
+    finally:
+        backend.close()
 
 
 def _stop_on_signals() -> threading.Event:
@@ -79,19 +88,19 @@ def _stop_on_signals() -> threading.Event:
 
 def cmd_join(args: argparse.Namespace) -> int:
     config = _config(args)
-    with FedqClient(config.server) as client:
-        reply = client.request(
-            "POST",
-            "/v1/clusters/join",
-            body={"token": args.token, "name": config.name, "backend": config.backend, "labels": config.labels},
-        )
-    credential = Credential(server=config.server, cluster=config.name, token=reply["credential"])
-    path = config.credential_path()
-    save_credential(path, credential)
-    log.info("joined", cluster=config.name, credential_file=str(path))
-    if args.no_run:
-        return 0
-    run_agent(config, credential, _stop_on_signals())
+    with _backend(config) as backend:
+        with FedqClient(config.server) as client:
+            reply = client.request(
+                "POST",
+                "/v1/clusters/join",
+                body={"token": args.token, "name": config.name, "backend": config.backend, "labels": config.labels},
+            )
+        credential = Credential(server=config.server, cluster=config.name, token=reply["credential"])
+        path = config.credential_path()
+        save_credential(path, credential)
+        log.info("joined", cluster=config.name, credential_file=str(path))
+        if not args.no_run:
+            run_agent(config, credential, backend, _stop_on_signals())
     return 0
 
 
@@ -102,7 +111,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ValueError(
             f"{config.credential_path()} holds the credential of {credential.cluster!r}, not {config.name!r}"
         )
-    run_agent(config, credential, _stop_on_signals())
+    with _backend(config) as backend:
+        run_agent(config, credential, backend, _stop_on_signals())
     return 0
 
 
