@@ -97,8 +97,8 @@ def tenant_report(client: FedqClient, owners: dict[str, str]) -> list[list[Any]]
 
 
 def _stop_like_ctrl_c() -> None:
-    """SIGTERM (``kill``, ``timeout``, a supervisor) and SIGINT unwind as Ctrl-C does, so everything
-    ``fedq up`` started is stopped; SIGINT too, as a shell starts a background job with it ignored."""
+    """SIGTERM (``kill``, ``timeout``, a supervisor) unwinds as Ctrl-C does, so everything ``fedq up``
+    started is stopped; so does SIGINT when a shell started ``fedq up`` in the background with it ignored."""
 
     def interrupt(*_: object) -> None:
         raise KeyboardInterrupt
