@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request, Response
+from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from federation.api import routes_admin, routes_clusters, routes_jobs, routes_reports
@@ -76,7 +77,7 @@ def create_app(
         leader = None if scheduler is None else scheduler.election.is_leader
         return {"ok": True, "revision": await store.revision(), "leader": leader}
 
-    @app.get("/metrics", tags=["health"])
+    @app.get("/metrics", tags=["health"], response_class=PlainTextResponse)
     async def metrics() -> Response:
         await quota_metrics.refresh()  # per-tenant and per-queue gauges from the store, at most every 10 s
         return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -11,10 +11,39 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from federation.store import StoreUnavailable
+
+
+class ErrorField(BaseModel):
+    field: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    """What every error response carries, so a client generated from the OpenAPI schema can read it."""
+
+    error: str
+    fields: list[ErrorField] = []
+
+
+def _documented(description: str) -> dict[str, Any]:
+    return {"model": ErrorBody, "description": description}
+
+
+#: The error responses every API route may give, for the OpenAPI schema (routers pass it as ``responses``).
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: _documented("the body is not JSON, or not the kind of document the route takes"),
+    401: _documented("no token, or one that is unknown or expired"),
+    403: _documented("the token's role or tenant may not do this"),
+    404: _documented("no such job, queue, cluster or tenant (finished jobs are removed after store.keepFinished)"),
+    409: _documented("the object changed or exists already: read it again and retry"),
+    413: _documented("the body or the number of jobs in it is over the API's limits"),
+    422: _documented("a field is invalid; each one is named in fields"),
+    503: _documented("the store is unavailable: try again"),
+}
 
 
 class ApiError(Exception):

@@ -9,12 +9,12 @@ from fastapi import APIRouter, Request
 from pydantic import ValidationError
 
 from federation.api.deps import Caller, State, read_document, require_admin
-from federation.api.errors import ApiError, invalid
+from federation.api.errors import ERROR_RESPONSES, ApiError, invalid
 from federation.auth import Role
 from federation.models import JobState, QueueNode, QueueTree, QueueTreeConfig, check_tenant_name
 from policies.units import parse_duration
 
-router = APIRouter(tags=["queues"])
+router = APIRouter(tags=["queues"], responses=ERROR_RESPONSES)
 
 _COUNTED = (
     JobState.PENDING,

@@ -8,14 +8,14 @@ from fastapi import APIRouter, Request
 from pydantic import ValidationError
 
 from federation.api.deps import Caller, State, read_document, require_admin
-from federation.api.errors import ApiError, invalid
+from federation.api.errors import ERROR_RESPONSES, ApiError, invalid
 from federation.api.routes_admin import token_expiry
 from federation.auth import Role
 from federation.clusters import JoinRefused, ReportTooLarge, UnknownCluster
 from federation.models.cluster import ClusterReport, JoinRequest, summed
 from federation.models.queue import check_tenant_name
 
-router = APIRouter(prefix="/v1/clusters", tags=["clusters"])
+router = APIRouter(prefix="/v1/clusters", tags=["clusters"], responses=ERROR_RESPONSES)
 
 
 def _cluster_name(name: str) -> str:

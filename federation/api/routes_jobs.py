@@ -10,14 +10,14 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from federation.api.deps import Caller, State, read_document
-from federation.api.errors import ApiError, invalid
+from federation.api.errors import ERROR_RESPONSES, ApiError, invalid
 from federation.auth import Principal, Role
 from federation.explain import explain
 from federation.jobs import Conflict, NotFound, StoredJob, cancel_op, expand, index_ranges
 from federation.models import JobManifest, JobRecord, JobState, QueueTree
 from policies.units import format_duration
 
-router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"], responses=ERROR_RESPONSES)
 
 
 def _submitting_tenant(who: Principal, tenant: str | None) -> str:

@@ -8,14 +8,14 @@ cluster credential sees none.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from federation.accounting import AccountingSnapshot
 from federation.api.deps import Caller, State
-from federation.api.errors import ApiError
+from federation.api.errors import ERROR_RESPONSES, ApiError
 from federation.api.state import ServerState
 from federation.auth import Principal, Role
 from federation.models import JobRecord, QueueTree
@@ -26,7 +26,7 @@ from federation.reports.source import federation_capacity, load_accounting, load
 from federation.reports.userprio import build_userprio
 from federation.reports.window import parse_when
 
-router = APIRouter(prefix="/v1/reports", tags=["reports"])
+router = APIRouter(prefix="/v1/reports", tags=["reports"], responses=ERROR_RESPONSES)
 MAX_BINS = 2000
 METRICS_MIN_INTERVAL = 10.0
 """Seconds between two reloads of the accounting for /metrics; scrapes in between reuse the last."""
@@ -78,7 +78,12 @@ def _time(text: str, now: float, name: str) -> float:
         raise ApiError(422, f"invalid {name}: {exc}", [{"field": name, "message": str(exc)}]) from None
 
 
-@router.get("/quota")
+CSV: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"text/csv": {}}, "description": "JSON, or CSV with format=csv"}
+}
+
+
+@router.get("/quota", responses=CSV)
 async def quota(
     state: State,
     who: Caller,
@@ -119,7 +124,7 @@ async def quota(
     return JSONResponse(report.model_dump(mode="json"))
 
 
-@router.get("/userprio")
+@router.get("/userprio", responses=CSV)
 async def userprio(
     state: State, who: Caller, tenant: str | None = None, format: Literal["json", "csv"] = "json"
 ) -> Response:
