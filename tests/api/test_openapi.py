@@ -22,7 +22,7 @@ async def test_every_route_documents_the_error_shape(api: Api) -> None:
     routes = [
         (path, method, op) for path, ops in paths.items() if path.startswith("/v1/") for method, op in ops.items()
     ]
-    assert len(routes) == 16
+    assert len(routes) >= 16  # every route of the API overview, and any added later
     for path, method, op in routes:
         for status in ("400", "401", "403", "404", "409", "413", "422", "503"):
             assert op["responses"][status]["content"]["application/json"]["schema"] == REF, (method, path, status)
