@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import secrets
 import signal
+import socket
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -107,10 +108,23 @@ def _stop_like_ctrl_c() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def _check_port_free(port: int) -> None:
+    """Before anything starts: a busy port would otherwise surface as the server dying after etcd is up."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no obstacle
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            raise ValueError(
+                f"port {port} is already in use on 127.0.0.1: stop what uses it or choose --port"
+            ) from None
+
+
 def run_up(args: argparse.Namespace) -> int:
     from federation.launcher import FedqProcess, ServerProcess, wait_until  # with the store: ~0.2 s of start-up
     from federation.store import EtcdServer
 
+    _check_port_free(args.port)
     _stop_like_ctrl_c()
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="fedq-up-"))
     work.mkdir(parents=True, exist_ok=True)

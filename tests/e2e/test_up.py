@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -106,3 +107,24 @@ def test_sigterm_stops_everything_fedq_up_started(tmp_path: Path) -> None:
         for pid in started:
             if _running(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_busy_port_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    """It was a traceback from the launcher once the server died, after etcd had started."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "federation.cli", "up", "--exit", "--port", str(port), "--workdir", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=60,
+        )
+    assert result.returncode == 1
+    assert (
+        result.stderr.strip()
+        == f"error: port {port} is already in use on 127.0.0.1: stop what uses it or choose --port"
+    )
+    assert list(tmp_path.iterdir()) == []  # no etcd data, no logs: nothing was started
