@@ -42,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         return fail(str(exc), EXIT_UNAVAILABLE if exc.status == 0 or exc.status >= 500 else EXIT_REFUSED)
     except ValueError as exc:
         return fail(str(exc), EXIT_REFUSED)
+    except OSError as exc:  # a file that cannot be read or written: the server's errors arrive as FedqError
+        return fail(str(exc), EXIT_REFUSED)
     except KeyboardInterrupt:
         return 130
 

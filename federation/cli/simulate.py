@@ -59,6 +59,10 @@ def cmd_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     if args.clusters < 1 or (args.limit is not None and args.limit < 1) or (args.nodes is not None and args.nodes < 1):
         parser.error("--clusters, --nodes and --limit must be positive")
     scenario = _scenario(args)
+    try:  # before the run, not after it: a replay can take minutes
+        Path(args.output_dir).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"cannot create the output directory {args.output_dir}: {exc.strerror}") from None
     started = perf_counter()
     with _progress_bar(len(scenario.jobs)) as progress:
         run = run_scenario(scenario, args.output_dir, plot=args.plot, progress=progress)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import math
 import re
+import zlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -135,9 +136,12 @@ def read_swf(path: str | Path, *, strict: bool = False, limit: int | None = None
     skipped and counted. A line that is not 18 finite numbers is reported as a warning with its line
     number, or raises ``SwfError`` in ``strict`` mode. ``limit`` stops after that many usable jobs.
     """
-    raw = Path(path).read_bytes()
-    if raw[:2] == GZIP_MAGIC:
-        raw = gzip.decompress(raw)
+    try:
+        raw = Path(path).read_bytes()
+        if raw[:2] == GZIP_MAGIC:
+            raw = gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as exc:  # missing or unreadable, or a gzip stream cut short or corrupt
+        raise ValueError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     trace = SwfTrace(path=str(path))
     jobs = trace.jobs
     last_key = ""

@@ -151,6 +151,18 @@ def test_bad_node_groups_are_reported_at_their_place_with_the_other_errors(
     assert "jobs.0.submit" in err
 
 
+def test_an_output_directory_that_cannot_be_made_is_refused_before_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", encoding="utf-8")
+    assert fedq("simulate", str(SCENARIOS / "easy.yaml"), "--output-dir", str(blocker / "out")) == 1
+    assert (
+        capsys.readouterr().err.strip()
+        == f"error: cannot create the output directory {blocker / 'out'}: Not a directory"
+    )
+
+
 def test_same_inputs_give_byte_identical_outputs_in_separate_processes(tmp_path: Path) -> None:
     """Different hash seeds: nothing may depend on the iteration order of sets of strings."""
     outputs = []

@@ -137,6 +137,23 @@ def test_split_nodes_rejects_impossible_splits(total: int, clusters: int) -> Non
         split_nodes(total, clusters)
 
 
+def test_a_trace_that_cannot_be_read_is_a_clear_error(tmp_path: Path) -> None:
+    """A missing file, a directory, and gzip that is cut short or corrupt: each names the file (they were
+    tracebacks from the CLI)."""
+    whole = gzip.compress(b"1 0 0 10 1 -1 -1 1 10 -1 1 1 1 1 1 1 -1 -1\n" * 200)
+    cut, corrupt = tmp_path / "cut.swf.gz", tmp_path / "corrupt.swf.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    corrupt.write_bytes(whole[:20] + bytes(b ^ 0xFF for b in whole[20:40]) + whole[40:])
+    for path, why in [
+        (tmp_path / "missing.swf", "No such file or directory"),
+        (tmp_path, "Is a directory"),
+        (cut, "Compressed file ended before the end-of-stream marker was reached"),
+        (corrupt, "while decompressing data"),
+    ]:
+        with pytest.raises(ValueError, match=f"^cannot read {path}: .*{why}"):
+            read_swf(path)
+
+
 @pytest.mark.skipif(not (TRACES / "KTH-SP2-1996-2.1-cln.swf.gz").exists(), reason="shared/traces not present")
 def test_real_kth_trace_has_the_documented_job_count() -> None:
     trace = read_swf(TRACES / "KTH-SP2-1996-2.1-cln.swf.gz", strict=True)
