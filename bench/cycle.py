@@ -314,7 +314,7 @@ def main() -> int:
         f"({len(plan.dispatches)} dispatched, {len(plan.reservations)} reserved, "
         f"{len(plan.reasons):,} with reasons)"
     )
-    print("  plugin seconds (one more cycle, with hookTiming): " + plugin_split(state, accountant))
+    print("  plugin seconds (a warm cycle run with hookTiming): " + plugin_split(state, accountant))
     print(f"scheduler-cache memory: {per_job:,.0f} B per pending job   target <= {MEMORY_TARGET:,} B")
     print("  top allocation sites of the pending jobs:")
     print("\n".join(sites[1:]))
