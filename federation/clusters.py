@@ -256,10 +256,13 @@ def _plan(
     if job.state not in _AGENT_TRANSITIONS[update.state]:
         return f"job is {job.state.value}; cannot become {update.state.value}", None
     cleanup = [Op.delete(keys.assignment(name, job.id))]
+    # The agent's clock may run ahead of ours: a future time would carry the accountant's clock, which
+    # only moves forward, ahead for every tenant. No job ends before it started.
+    when = min(update.time, now)
     if update.state in (JobState.ADMITTED, JobState.RUNNING):
         fields: dict[str, Any] = {}
         if update.state is JobState.RUNNING:
-            fields["start_time"] = update.time
+            fields["start_time"] = when
         change = prepare_transition(stored, update.state, now=now, reason=update.reason, extra_ops=cleanup, **fields)
         return None, change
     cleanup.append(Op.delete(keys.cancel(name, job.id)))
@@ -286,6 +289,6 @@ def _plan(
         reason=update.reason,
         extra_ops=cleanup,
         exit_code=update.exit_code,
-        end_time=update.time,
+        end_time=when if job.start_time is None else max(when, job.start_time),
         log_tail=update.log_tail,
     )
