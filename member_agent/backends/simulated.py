@@ -59,12 +59,15 @@ class _Node:
                 return False
         return True
 
-    def take(self, request: Mapping[str, float], sign: float) -> None:
+    def take(self, request: Mapping[str, float], sign: float) -> bool:
+        """Change the usage; True when this is the first change since the node's last snapshot."""
+        first = self._snapshot is not None
         self._snapshot = None
         used = self.used
         for name, amount in request.items():
             if amount > 0:
                 used[name] = used.get(name, 0.0) + sign * amount
+        return first
 
 
 class _Run:
@@ -218,8 +221,8 @@ class SimulatedBackend:
     def _use(self, launch: TaskLaunch, sign: float) -> None:
         """The task's resources taken (+1) on its node or given back (-1)."""
         node = self._nodes[launch.node]
-        node.take(launch.resources, sign)
-        self._changed.append(node)
+        if node.take(launch.resources, sign):  # once per node until the listing is brought up to date
+            self._changed.append(node)
 
     def _finish(
         self, run: _Run, phase: TaskPhase, at: float, *, reason: str = "", exit_code: int | None = None
