@@ -23,7 +23,7 @@ def decay_rup(rup: float, rate: float, dt: float, half_life: float) -> float:
         raise ValueError(f"half_life must be positive, got {half_life}")
     if dt < 0:
         raise ValueError(f"dt must not be negative, got {dt}")
-    beta = 0.5 ** (dt / half_life)
+    beta: float = 0.5 ** (dt / half_life)
     return max(RUP_FLOOR, beta * rup + (1.0 - beta) * rate)
 
 

@@ -219,7 +219,7 @@ class MemoryStore:
             actual = kv.mod_revision if kv is not None else 0
         if type(actual) is not type(compare.operand):
             raise TypeError(f"compare on {compare.target} needs {type(actual).__name__}, got {compare.operand!r}")
-        return _COMPARE_OPS[compare.op](actual, compare.operand)
+        return bool(_COMPARE_OPS[compare.op](actual, compare.operand))
 
     def _apply(self, op: Op, revision: int) -> TxnResponse:
         if op.kind == "get":

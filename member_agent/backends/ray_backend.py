@@ -199,7 +199,7 @@ class RayBackend:
     def _reserve(self, gang: Sequence[TaskLaunch], requests: list[RayRequest], reserved: list[int]) -> PlacementGroup:
         """One placement group for the gang, each bundle on its task's node; removed if not placed in time."""
         first = gang[0]
-        group = placement_group(
+        group: PlacementGroup = placement_group(
             [requests[i].bundle() for i in reserved],
             strategy="PACK",
             name=run_name(first.job_id, first.epoch, first.task_name, first.index),
@@ -226,7 +226,7 @@ class RayBackend:
             "node": launch.node,
             "placement_group": group.id.hex() if group is not None else "",
         }
-        return _RemoteRunner.options(  # type: ignore[attr-defined]
+        return _RemoteRunner.options(
             name=run_name(launch.job_id, launch.epoch, launch.task_name, launch.index),
             namespace=NAMESPACE,
             lifetime="detached",

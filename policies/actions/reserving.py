@@ -51,7 +51,9 @@ def depth_of(value: object) -> int:
     """``depth``: 1 = EASY, N, or 'all' (conservative)."""
     if value == "all":
         return 1 << 30
-    depth = int(value)  # type: ignore[call-overload]
+    if not isinstance(value, int | float | str):
+        raise ValueError(f"depth must be a number or 'all', got {value!r}")
+    depth = int(value)
     if depth < 0:
         raise ValueError(f"depth must be >= 0 or 'all', got {value!r}")
     return depth

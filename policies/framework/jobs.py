@@ -142,7 +142,7 @@ class OrderedJobs:
                 heapq.heapreplace(tenants, (fresh, next(self._seq), lane))
                 continue
             heapq.heappop(tenants)
-            job = lane.pop(ssn, self._seq)
+            job: JobInfo | None = lane.pop(ssn, self._seq)
             self._push_lane(lane)
             return job
         return None
