@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -15,7 +16,7 @@ from federation.cli.output import emit, when
 def read_documents(path: str) -> list[Any]:
     """YAML (one or many documents) or JSON from a file or '-' for stdin."""
     try:
-        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ValueError(f"cannot read {path}: {exc.strerror}") from None
     try:

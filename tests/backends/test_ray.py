@@ -101,9 +101,7 @@ def test_speaks_the_backend_protocol(backend: RayBackend) -> None:
     assert isinstance(backend, Backend)
 
 
-def test_nodes_report_rays_cpus_and_what_a_running_task_uses(
-    backend: RayBackend, node: NodeView, tmp_path: Path
-) -> None:
+def test_nodes_report_rays_cpus_and_what_a_running_task_uses(backend: RayBackend, node: NodeView) -> None:
     assert node.allocatable["cpu"] == 2.0 and node.allocatable["memory"] > 0
     assert node.labels[NODE_ID_LABEL] == node.name
     assert not any(":" in name or "_group_" in name for name in node.allocatable)
