@@ -31,6 +31,7 @@ from federation.models import TERMINAL_STATES
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 AGENTS = {"ray-local": CONFIGS / "agents" / "ray.yaml", "sim-local": CONFIGS / "agents" / "simulated.yaml"}
 TERMINAL = {state.value for state in TERMINAL_STATES}
+MAX_ROWS = 40  # a bigger workload is summarised by state rather than listed job by job
 
 
 def submit_workload(client: FedqClient, workload: Path) -> dict[str, str]:
@@ -48,10 +49,17 @@ def submit_workload(client: FedqClient, workload: Path) -> dict[str, str]:
 
 
 def _progress(jobs: list[dict[str, Any]]) -> Table:
+    """One row per job up to ``MAX_ROWS`` (unfinished first); a larger workload gets counts by state below."""
     table = Table(title="sample workload", show_edge=False, header_style="bold")
     for column in ("JOB", "TENANT", "STATE", "CLUSTER", "REASON"):
         table.add_column(column)
-    for job in jobs:
+    shown = jobs
+    if len(jobs) > MAX_ROWS:
+        shown = sorted(jobs, key=lambda job: job["state"] in TERMINAL)[:MAX_ROWS]
+        counts = Counter(job["state"] for job in jobs)
+        by_state = ", ".join(f"{state} {n}" for state, n in sorted(counts.items()))
+        table.caption = f"{len(jobs) - MAX_ROWS} more jobs not shown; all {len(jobs)}: {by_state}"
+    for job in shown:
         table.add_row(
             f"{job['name']} {job['id']}", job["tenant"], job["state"], job.get("cluster", ""), job.get("reason", "")
         )
