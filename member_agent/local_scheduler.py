@@ -7,7 +7,10 @@ returns what to launch and what to evict. Nothing here talks to the backend or t
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import is_not
 from pathlib import Path
 
 from member_agent.backends.base import NodeView
@@ -26,6 +29,7 @@ from policies import (
 )
 from policies import resources as res
 from policies.clock import Clock
+from policies.resources import Resources
 
 DEFAULT_CONF = Path(__file__).resolve().parents[1] / "configs" / "scheduler.yaml"
 
@@ -72,6 +76,15 @@ def task_key(uid: str) -> tuple[str, int]:
     return name, int(index)
 
 
+Size = tuple[tuple[str, float], ...]
+
+
+def _size(view: NodeView) -> Size | None:
+    """The node's allocatable as a key (in its own order, which the capacity's sum follows), or None
+    for a cordoned node: all that ``never_fits`` and the capacity read of a node."""
+    return None if view.unschedulable else tuple(view.allocatable.items())
+
+
 def _node_info(view: NodeView) -> NodeInfo:
     return NodeInfo(
         view.name,
@@ -88,8 +101,10 @@ class LocalScheduler:
     def __init__(self, clock: Clock, conf: SchedulerConf | None = None) -> None:
         self.clock = clock
         self.conf = conf if conf is not None else load_conf(DEFAULT_CONF)
-        self._views: list[NodeView | None] = []  # the last cycle's node views, and the NodeInfo of each
+        self._views: list[NodeView] = []  # the last cycle's node views, and the NodeInfo of each
         self._infos: list[NodeInfo] = []
+        self._sizes: Counter[Size | None] = Counter()  # the nodes' sizes, kept as their views change
+        self._capacity: Resources | None = None  # the schedulable nodes' total; None: to be summed again
         self._evaluations = NodeEvaluations()
         self._running: dict[str, tuple[LocalJob, tuple[object, ...], JobInfo]] = {}
 
@@ -105,7 +120,10 @@ class LocalScheduler:
         by_id = {job.job_id: job for job in (*pending, *running)}
         jobs = [_job_info(job, TaskStatus.PENDING) for job in pending if job.spec is not None]
         jobs += self._running_infos(running)
-        snapshot = Snapshot(self._node_infos(nodes), jobs, evaluations=self._evaluations)
+        infos = self._node_infos(nodes)
+        if self._capacity is None:  # summed as a session would, in node order: the same floats
+            self._capacity = res.total(n.allocatable for n in infos if not n.unschedulable)
+        snapshot = Snapshot(infos, jobs, evaluations=self._evaluations, capacity=self._capacity)
         session = open_session(self.conf, snapshot, self.clock)
         try:
             session.run()
@@ -150,18 +168,32 @@ class LocalScheduler:
     def _node_infos(self, views: list[NodeView]) -> list[NodeInfo]:
         """The session's nodes. A view the backend hands out again in the same place (the simulated
         backend shares a node's view until its usage changes) keeps its NodeInfo: a session puts
-        back every node it changes, so a NodeInfo is the same between sessions as when it was built."""
-        before = self._views if len(self._views) == len(views) else [None] * len(views)
-        infos = self._infos
-        self._infos = [infos[i] if view is before[i] else _node_info(view) for i, view in enumerate(views)]
-        self._views = list(views)
-        return list(self._infos)
+        back every node it changes, so a NodeInfo is the same between sessions as when it was built.
+        The nodes' sizes follow the views that changed; the capacity is summed again when one did."""
+        before = self._views
+        if len(before) != len(views):
+            self._views = list(views)
+            self._infos = [_node_info(view) for view in views]
+            self._sizes = Counter(map(_size, views))
+            self._capacity = None
+            return list(self._infos)
+        infos, sizes = self._infos, self._sizes
+        for i in compress(range(len(views)), map(is_not, views, before)):  # identity tests in C
+            view, old = views[i], before[i]
+            infos[i] = _node_info(view)
+            before[i] = view
+            size, old_size = _size(view), _size(old)
+            if size != old_size:
+                sizes[old_size] -= 1
+                sizes[size] += 1
+                self._capacity = None
+        return list(infos)
 
-    @staticmethod
-    def never_fits(pending: list[LocalJob], nodes: list[NodeView]) -> list[LocalJob]:
+    def never_fits(self, pending: list[LocalJob], nodes: list[NodeView]) -> list[LocalJob]:
         """Jobs with a task bigger than every node here: hand them back instead of holding them."""
-        distinct = {tuple(sorted(v.allocatable.items())): v.allocatable for v in nodes if not v.unschedulable}
-        shapes = list(distinct.values())  # a cluster has a handful of node shapes, not a thousand nodes
+        self._node_infos(nodes)
+        # A cluster has a handful of node sizes, not a thousand nodes.
+        shapes = [dict(size) for size, count in self._sizes.items() if size is not None and count > 0]
         out = []
         for job in pending:
             if job.spec is None:

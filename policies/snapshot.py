@@ -292,3 +292,5 @@ class Snapshot:
     # When the running tasks free what they hold, per node, when the caller keeps that across cycles
     # (then a reservation need not walk every running task).
     releases: Mapping[str, Releases] | None = None
+    # The schedulable nodes' allocatable in total, when the caller keeps it across cycles.
+    capacity: Resources | None = None

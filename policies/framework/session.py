@@ -90,7 +90,10 @@ class Session:
         else:
             self.pending_jobs = [j for j in snapshot.jobs if TaskStatus.PENDING in map(_status, j.tasks)]
             self.running_jobs = [j for j in snapshot.jobs if not OCCUPYING.isdisjoint(map(_status, j.tasks))]
-        self.capacity = res.total(n.allocatable for n in self.nodes if not n.unschedulable)
+        if snapshot.capacity is None:
+            self.capacity = res.total(n.allocatable for n in self.nodes if not n.unschedulable)
+        else:
+            self.capacity = dict(snapshot.capacity)
         self.queues = dict(snapshot.queues)
         self.children: dict[str, list[str]] = {}
         self.allocated: dict[str, Resources] = {}  # queue path (all levels) -> held resources, live

@@ -1,4 +1,4 @@
-"""The local scheduler's kept running jobs: what it hands a session matches a rebuild."""
+"""The local scheduler's kept running jobs and nodes: what it hands a session matches a rebuild."""
 
 from __future__ import annotations
 
@@ -6,11 +6,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from federation.models import JobSpecBody, TaskSpec
-from member_agent.backends.base import TaskPhase, TaskStatus
+from member_agent.backends.base import NodeView, TaskPhase, TaskStatus
 from member_agent.local_scheduler import LocalScheduler, _job_info
 from member_agent.tracker import LocalJob
 from policies import JobInfo, ManualClock
 from policies import TaskStatus as State
+from policies import resources as res
 
 REPORTS = st.tuples(
     st.integers(0, 2), st.sampled_from(["n0", "n1"]), st.none() | st.integers(0, 5), st.sampled_from(list(TaskPhase))
@@ -34,3 +35,18 @@ def test_a_running_job_is_shown_as_a_rebuild_would_show_it(
         shown = scheduler._running_infos([job])
         expected = [_job_info(job, State.RUNNING)] if job.tasks else []
         assert [facts(info) for info in shown] == [facts(info) for info in expected]
+
+
+@given(st.lists(st.tuples(st.integers(0, 2), st.sampled_from([1.0, 2.0, 4.0]), st.booleans()), max_size=8))
+def test_kept_node_sizes_follow_the_views_as_a_rebuild_would(changes: list[tuple[int, float, bool]]) -> None:
+    views = [NodeView(f"n{i}", {"cpu": 2.0}) for i in range(3)]
+    scheduler = LocalScheduler(ManualClock(0.0))
+    spec = JobSpecBody(queue="default", tasks=[TaskSpec(resources={"cpu": 3.0})])
+    wide = LocalJob("w", 1, queue="default", spec=spec)
+    for node, cpu, cordoned in changes:
+        views[node] = NodeView(f"n{node}", {"cpu": cpu}, unschedulable=cordoned)
+        fresh = LocalScheduler(ManualClock(0.0))
+        assert scheduler.never_fits([wide], views) == fresh.never_fits([wide], views)
+        scheduler.plan([wide], [], views)
+        expected = res.total(v.allocatable for v in views if not v.unschedulable)
+        assert scheduler._capacity == expected
