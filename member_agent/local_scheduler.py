@@ -86,13 +86,12 @@ def _size(view: NodeView) -> Size | None:
 
 
 def _node_info(view: NodeView) -> NodeInfo:
-    return NodeInfo(
-        view.name,
-        dict(view.allocatable),
-        used={r: view.used.get(r, 0.0) for r in view.allocatable},
-        labels=dict(view.labels),
-        unschedulable=view.unschedulable,
-    )
+    """The node as a session sees it; idle is worked out here as NodeInfo would (allocatable less
+    used, in allocatable's order), without a copy and a second pass: ~20 nodes change per cycle."""
+    allocatable = dict(view.allocatable)
+    used = {r: view.used.get(r, 0.0) for r in allocatable}
+    idle = {r: q - used[r] for r, q in allocatable.items()}
+    return NodeInfo(view.name, allocatable, idle, used, labels=dict(view.labels), unschedulable=view.unschedulable)
 
 
 class LocalScheduler:
@@ -103,7 +102,8 @@ class LocalScheduler:
         self.conf = conf if conf is not None else load_conf(DEFAULT_CONF)
         self._views: list[NodeView] = []  # the last cycle's node views, and the NodeInfo of each
         self._infos: list[NodeInfo] = []
-        self._sizes: Counter[Size | None] = Counter()  # the nodes' sizes, kept as their views change
+        self._keys: list[Size | None] = []  # each node's size, and how many nodes have each
+        self._sizes: Counter[Size | None] = Counter()
         self._capacity: Resources | None = None  # the schedulable nodes' total; None: to be summed again
         self._evaluations = NodeEvaluations()
         self._running: dict[str, tuple[LocalJob, tuple[object, ...], JobInfo]] = {}
@@ -174,18 +174,19 @@ class LocalScheduler:
         if len(before) != len(views):
             self._views = list(views)
             self._infos = [_node_info(view) for view in views]
-            self._sizes = Counter(map(_size, views))
+            self._keys = [_size(view) for view in views]
+            self._sizes = Counter(self._keys)
             self._capacity = None
             return list(self._infos)
-        infos, sizes = self._infos, self._sizes
+        infos, keys, sizes = self._infos, self._keys, self._sizes
         for i in compress(range(len(views)), map(is_not, views, before)):  # identity tests in C
-            view, old = views[i], before[i]
+            view = before[i] = views[i]
             infos[i] = _node_info(view)
-            before[i] = view
-            size, old_size = _size(view), _size(old)
-            if size != old_size:
-                sizes[old_size] -= 1
+            size = _size(view)
+            if size != keys[i]:
+                sizes[keys[i]] -= 1
                 sizes[size] += 1
+                keys[i] = size
                 self._capacity = None
         return list(infos)
 
