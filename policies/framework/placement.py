@@ -73,6 +73,7 @@ class Placer:
     def __init__(self, ssn: Session, evaluations: NodeEvaluations | None = None) -> None:
         self.ssn = ssn
         self._shapes: dict[Signature, _Shape] = {}
+        self._last: tuple[Resources, JobInfo, Signature] | None = None  # the last task's resources, job, signature
         self._evaluations = evaluations
         if evaluations is not None:
             evaluations.begin(ssn.conf)
@@ -128,7 +129,12 @@ class Placer:
             self._evaluations.keep(sig, judged)
 
     def _shape(self, task: TaskInfo, job: JobInfo) -> _Shape:
-        sig = self.signature(task, job)
+        last = self._last  # a gang's replicas share one resources dict: their signature is worked out once
+        if last is not None and last[0] is task.resources and last[1] is job:
+            sig = last[2]
+        else:
+            sig = self.signature(task, job)
+            self._last = (task.resources, job, sig)
         shape = self._shapes.get(sig)
         if shape is None:
             shape = self._shapes[sig] = _Shape(task, job)
