@@ -7,18 +7,15 @@ returns what to launch and what to evict. Nothing here talks to the backend or t
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
-from itertools import compress
-from operator import is_not
 from pathlib import Path
 
 from member_agent.backends.base import NodeView
+from member_agent.node_table import NodeTable
 from member_agent.tracker import LocalJob
 from policies import (
     JobInfo,
     NodeEvaluations,
-    NodeInfo,
     SchedulerConf,
     Snapshot,
     TaskInfo,
@@ -29,7 +26,6 @@ from policies import (
 )
 from policies import resources as res
 from policies.clock import Clock
-from policies.resources import Resources
 
 DEFAULT_CONF = Path(__file__).resolve().parents[1] / "configs" / "scheduler.yaml"
 
@@ -76,35 +72,13 @@ def task_key(uid: str) -> tuple[str, int]:
     return name, int(index)
 
 
-Size = tuple[tuple[str, float], ...]
-
-
-def _size(view: NodeView) -> Size | None:
-    """The node's allocatable as a key (in its own order, which the capacity's sum follows), or None
-    for a cordoned node: all that ``never_fits`` and the capacity read of a node."""
-    return None if view.unschedulable else tuple(view.allocatable.items())
-
-
-def _node_info(view: NodeView) -> NodeInfo:
-    """The node as a session sees it; idle is worked out here as NodeInfo would (allocatable less
-    used, in allocatable's order), without a copy and a second pass: ~20 nodes change per cycle."""
-    allocatable = dict(view.allocatable)
-    used = {r: view.used.get(r, 0.0) for r in allocatable}
-    idle = {r: q - used[r] for r, q in allocatable.items()}
-    return NodeInfo(view.name, allocatable, idle, used, labels=dict(view.labels), unschedulable=view.unschedulable)
-
-
 class LocalScheduler:
     """One per agent: it remembers the agent's nodes, and how they suit each task shape, between cycles."""
 
     def __init__(self, clock: Clock, conf: SchedulerConf | None = None) -> None:
         self.clock = clock
         self.conf = conf if conf is not None else load_conf(DEFAULT_CONF)
-        self._views: list[NodeView] = []  # the last cycle's node views, and the NodeInfo of each
-        self._infos: list[NodeInfo] = []
-        self._keys: list[Size | None] = []  # each node's size, and how many nodes have each
-        self._sizes: Counter[Size | None] = Counter()
-        self._capacity: Resources | None = None  # the schedulable nodes' total; None: to be summed again
+        self.nodes = NodeTable()
         self._evaluations = NodeEvaluations()
         self._running: dict[str, tuple[LocalJob, tuple[object, ...], JobInfo]] = {}
 
@@ -120,10 +94,9 @@ class LocalScheduler:
         by_id = {job.job_id: job for job in (*pending, *running)}
         jobs = [_job_info(job, TaskStatus.PENDING) for job in pending if job.spec is not None]
         jobs += self._running_infos(running)
-        infos = self._node_infos(nodes)
-        if self._capacity is None:  # summed as a session would, in node order: the same floats
-            self._capacity = res.total(n.allocatable for n in infos if not n.unschedulable)
-        snapshot = Snapshot(infos, jobs, evaluations=self._evaluations, capacity=self._capacity)
+        infos = self.nodes.update(nodes)
+        capacity, free = self.nodes.totals()
+        snapshot = Snapshot(infos, jobs, evaluations=self._evaluations, capacity=capacity, free=free)
         session = open_session(self.conf, snapshot, self.clock)
         try:
             session.run()
@@ -165,36 +138,10 @@ class LocalScheduler:
             out.append(info)
         return out
 
-    def _node_infos(self, views: list[NodeView]) -> list[NodeInfo]:
-        """The session's nodes. A view the backend hands out again in the same place (the simulated
-        backend shares a node's view until its usage changes) keeps its NodeInfo: a session puts
-        back every node it changes, so a NodeInfo is the same between sessions as when it was built.
-        The nodes' sizes follow the views that changed; the capacity is summed again when one did."""
-        before = self._views
-        if len(before) != len(views):
-            self._views = list(views)
-            self._infos = [_node_info(view) for view in views]
-            self._keys = [_size(view) for view in views]
-            self._sizes = Counter(self._keys)
-            self._capacity = None
-            return list(self._infos)
-        infos, keys, sizes = self._infos, self._keys, self._sizes
-        for i in compress(range(len(views)), map(is_not, views, before)):  # identity tests in C
-            view = before[i] = views[i]
-            infos[i] = _node_info(view)
-            size = _size(view)
-            if size != keys[i]:
-                sizes[keys[i]] -= 1
-                sizes[size] += 1
-                keys[i] = size
-                self._capacity = None
-        return list(infos)
-
     def never_fits(self, pending: list[LocalJob], nodes: list[NodeView]) -> list[LocalJob]:
         """Jobs with a task bigger than every node here: hand them back instead of holding them."""
-        self._node_infos(nodes)
-        # A cluster has a handful of node sizes, not a thousand nodes.
-        shapes = [dict(size) for size, count in self._sizes.items() if size is not None and count > 0]
+        self.nodes.update(nodes)
+        shapes = self.nodes.sizes()
         out = []
         for job in pending:
             if job.spec is None:

@@ -11,8 +11,10 @@ from federation.models import JobSpecBody, TaskSpec
 from member_agent.backends.base import Backend, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskStatus
 from member_agent.backends.simulated import SimulatedBackend, nodes_from_groups
 from member_agent.capacity import ShapeSummary, summarise
-from member_agent.local_scheduler import LocalPlan, LocalScheduler, _node_info
+from member_agent.local_scheduler import LocalPlan, LocalScheduler
+from member_agent.node_table import node_info
 from member_agent.tracker import LocalJob
+from policies import resources as res
 from policies.clock import ManualClock
 
 GiB = 2.0**30
@@ -341,10 +343,15 @@ class NeverOverAllocates(RuleBasedStateMachine):
     def what_is_remembered_of_each_node_matches_a_rebuild(self) -> None:
         views = self.backend.nodes()
         assert self.summary(views) == summarise(views, 0)
-        kept = self.scheduler._node_infos(views)
-        fresh = [_node_info(view) for view in views]
+        kept = self.scheduler.nodes.update(views)
+        fresh = [node_info(view) for view in views]
         facts = lambda n: (n.name, n.allocatable, n.idle, n.used, n.labels, n.unschedulable)  # noqa: E731
         assert [facts(n) for n in kept] == [facts(n) for n in fresh]
+        schedulable = [n for n in fresh if not n.unschedulable]
+        assert self.scheduler.nodes.totals() == (
+            res.total(n.allocatable for n in schedulable),
+            res.total(n.idle for n in schedulable),
+        )
 
     @invariant()
     def a_plan_over_kept_nodes_and_judgements_matches_a_fresh_scheduler(self) -> None:

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from federation.models import JobSpecBody, TaskSpec
 from member_agent.backends.base import NodeView, TaskPhase, TaskStatus
 from member_agent.local_scheduler import LocalScheduler, _job_info
+from member_agent.node_table import node_info
 from member_agent.tracker import LocalJob
 from policies import JobInfo, ManualClock
 from policies import TaskStatus as State
@@ -37,16 +38,25 @@ def test_a_running_job_is_shown_as_a_rebuild_would_show_it(
         assert [facts(info) for info in shown] == [facts(info) for info in expected]
 
 
-@given(st.lists(st.tuples(st.integers(0, 2), st.sampled_from([1.0, 2.0, 4.0]), st.booleans()), max_size=8))
-def test_kept_node_sizes_follow_the_views_as_a_rebuild_would(changes: list[tuple[int, float, bool]]) -> None:
-    views = [NodeView(f"n{i}", {"cpu": 2.0}) for i in range(3)]
+NODE_CHANGES = st.tuples(
+    st.integers(0, 2), st.sampled_from([1.0, 2.0, 4.0]), st.sampled_from([0.0, 1.0, 0.5, 0.1]), st.booleans()
+)
+
+
+@given(st.lists(NODE_CHANGES, max_size=8))
+def test_kept_node_sizes_and_totals_follow_the_views_as_a_rebuild_would(
+    changes: list[tuple[int, float, float, bool]],
+) -> None:
+    views = [NodeView(f"n{i}", {"cpu": 2.0, "memory": 8.0}) for i in range(3)]
     scheduler = LocalScheduler(ManualClock(0.0))
     spec = JobSpecBody(queue="default", tasks=[TaskSpec(resources={"cpu": 3.0})])
     wide = LocalJob("w", 1, queue="default", spec=spec)
-    for node, cpu, cordoned in changes:
-        views[node] = NodeView(f"n{node}", {"cpu": cpu}, unschedulable=cordoned)
+    for node, cpu, used, cordoned in changes:
+        views[node] = NodeView(f"n{node}", {"cpu": cpu, "memory": 8.0}, {"cpu": used}, unschedulable=cordoned)
         fresh = LocalScheduler(ManualClock(0.0))
         assert scheduler.never_fits([wide], views) == fresh.never_fits([wide], views)
         scheduler.plan([wide], [], views)
-        expected = res.total(v.allocatable for v in views if not v.unschedulable)
-        assert scheduler._capacity == expected
+        schedulable = [node_info(v) for v in views if not v.unschedulable]
+        expected = (res.total(n.allocatable for n in schedulable), res.total(n.idle for n in schedulable))
+        assert scheduler.nodes.totals() == expected  # to the last bit, and in the same key order
+        assert [list(total) for total in scheduler.nodes.totals()] == [list(total) for total in expected]
