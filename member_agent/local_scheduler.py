@@ -26,6 +26,7 @@ from policies import (
 )
 from policies import resources as res
 from policies.clock import Clock
+from policies.framework.totals import JobTotals
 
 DEFAULT_CONF = Path(__file__).resolve().parents[1] / "configs" / "scheduler.yaml"
 
@@ -80,6 +81,7 @@ class LocalScheduler:
         self.conf = conf if conf is not None else load_conf(DEFAULT_CONF)
         self.nodes = NodeTable()
         self._evaluations = NodeEvaluations()
+        self._totals = JobTotals()
         self._running: dict[str, tuple[LocalJob, tuple[object, ...], JobInfo]] = {}
 
     @classmethod
@@ -96,7 +98,9 @@ class LocalScheduler:
         jobs += self._running_infos(running)
         infos = self.nodes.update(nodes)
         capacity, free = self.nodes.totals()
-        snapshot = Snapshot(infos, jobs, evaluations=self._evaluations, capacity=capacity, free=free)
+        snapshot = Snapshot(
+            infos, jobs, evaluations=self._evaluations, capacity=capacity, free=free, totals=self._totals
+        )
         session = open_session(self.conf, snapshot, self.clock)
         try:
             session.run()

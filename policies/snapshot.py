@@ -16,6 +16,7 @@ from policies.resources import Resources
 
 if TYPE_CHECKING:
     from policies.framework.placement import NodeEvaluations
+    from policies.framework.totals import JobTotals
     from policies.ordering import PendingIndex
     from policies.profile import Releases
 
@@ -289,6 +290,8 @@ class Snapshot:
     held: dict[tuple[str, str], Resources] | None = None
     # The nodes' judgements per task shape, when the caller keeps its nodes between cycles.
     evaluations: NodeEvaluations | None = None
+    # Each job's held and wanted resources, when the caller keeps its jobs between cycles.
+    totals: JobTotals | None = None
     # When the running tasks free what they hold, per node, when the caller keeps that across cycles
     # (then a reservation need not walk every running task).
     releases: Mapping[str, Releases] | None = None

@@ -21,6 +21,7 @@ from policies.framework.decisions import Bind, Decisions, Eviction, Reason
 from policies.framework.hooks import Fn
 from policies.framework.registry import ACTIONS, load_builtins
 from policies.framework.tiers import give_back, take
+from policies.framework.totals import job_totals
 from policies.ordering import PendingIndex
 from policies.resources import Resources
 from policies.snapshot import OCCUPYING, READY, ROOT, JobInfo, NodeInfo, QueueInfo, Snapshot, TaskInfo, TaskStatus
@@ -104,6 +105,7 @@ class Session:
         self.tenant_requested: dict[tuple[str, str], Resources] = {}
         self._ancestry: dict[str, tuple[str, ...]] = {}
         self._held_by_lane = snapshot.held
+        self._totals = snapshot.totals
         self.releases = snapshot.releases
         self._build_tree()
         self.decisions = Decisions()
@@ -164,7 +166,8 @@ class Session:
     def _lane_totals(self) -> tuple[dict[str, Resources], dict[str, Resources]]:
         """Held and wanted resources of the snapshot's jobs per leaf, filling the per-tenant tables.
 
-        From the caller's totals when it keeps them (running jobs only), else summed job by job."""
+        From the caller's totals when it keeps them (running jobs only), else summed job by job (or
+        taken from the caller's sums of the jobs it hands again)."""
         leaf_held: dict[str, Resources] = {}
         leaf_want: dict[str, Resources] = {}
         if self._held_by_lane is not None:  # the tenant tables are empty yet, and each lane is seen once
@@ -173,15 +176,11 @@ class Session:
                 self.tenant_allocated[lane] = dict(holds)
                 self.tenant_requested[lane] = dict(holds)
             return leaf_held, {queue: dict(held) for queue, held in leaf_held.items()}
+        kept = self._totals
+        if kept is not None:
+            kept.begin()
         for job in self.jobs.values():
-            held: Resources = {}
-            want: Resources = {}
-            for t in job.tasks:
-                if t.status in OCCUPYING:
-                    res.iadd(held, t.resources)
-                elif t.status == TaskStatus.PENDING:
-                    res.iadd(want, t.resources)
-            res.iadd(want, held)
+            held, want = job_totals(job) if kept is None else kept.of(job)
             lane = (job.queue, job.tenant)
             res.iadd(leaf_held.setdefault(job.queue, {}), held)
             res.iadd(leaf_want.setdefault(job.queue, {}), want)
