@@ -115,11 +115,10 @@ class Placer:
                 reason, score = self._judge(shape.task, shape.job, node)
             else:
                 seen = known.get(node.name)
-                if seen is not None and seen[0] is node:
-                    reason, score = seen[1]
-                else:
-                    reason, score = self._judge(shape.task, shape.job, node)
-                judged[node.name] = (node, (reason, score))
+                if seen is None or seen[0] is not node:
+                    seen = (node, self._judge(shape.task, shape.job, node))
+                judged[node.name] = seen  # the very entry when reused: nothing is built for an unchanged node
+                reason, score = seen[1]
             if reason is None:
                 shape.heap.append((-score, i, version[i]))
             else:
