@@ -242,20 +242,25 @@ class Placer:
             res.iadd(need, task.resources, count)
         if not self._allowed(TaskInfo(job.id, "*", -1, need), job):
             return False
-        reqs = [(task.resources, count) for task, count in runs]
         largest = max(runs, key=lambda run: sum(run[0].resources.values()))[0]
-        for node in self.candidates(largest, job):
-            if not node.packs(reqs):
-                continue
-            # Predicates read a task's shape, not its index: one task of each run answers for the run.
-            if any(ssn.predicate(t, job, node) is not None for t, _ in runs if t is not largest):
-                continue
-            if ssn.book is not None and not ssn.book.allows(node.name, need, ssn.now, job.walltime):
-                ssn.why(job, RESERVATION, "backfill", f"starting on {node.name} now would delay a reservation")
-                continue
-            for task in tasks:
-                stmt.allocate(task, job, node)
-            return True
+        # Most tries of a backlog meet full clusters: a candidate whose idle cannot hold the whole need
+        # cannot pack it (``packs`` asks the same first), so when none can, only the reason is left and
+        # the candidates (the shape's live heap entries) need not be sorted.
+        version, nodes = ssn.node_version, ssn.nodes
+        if any(v == version[i] and res.fits(need, nodes[i].idle) for _, i, v in self._shape(largest, job).heap):
+            reqs = [(task.resources, count) for task, count in runs]
+            for node in self.candidates(largest, job):
+                if not node.packs(reqs):
+                    continue
+                # Predicates read a task's shape, not its index: one task of each run answers for the run.
+                if any(ssn.predicate(t, job, node) is not None for t, _ in runs if t is not largest):
+                    continue
+                if ssn.book is not None and not ssn.book.allows(node.name, need, ssn.now, job.walltime):
+                    ssn.why(job, RESERVATION, "backfill", f"starting on {node.name} now would delay a reservation")
+                    continue
+                for task in tasks:
+                    stmt.allocate(task, job, node)
+                return True
         code, message = self.explain(largest, job)
         ssn.why(job, code, "allocate", message if code != INSUFFICIENT else f"no cluster has room for {need}")
         return False
