@@ -6,7 +6,7 @@ from policies import resources as res
 from policies.framework.decisions import RESERVED, TOO_BIG
 from policies.framework.session import Session
 from policies.profile import ReservationBook, releases_of
-from policies.snapshot import JobInfo
+from policies.snapshot import JobInfo, TaskInfo
 
 
 def reservation_book(ssn: Session) -> ReservationBook:
@@ -29,10 +29,16 @@ def book(ssn: Session, job: JobInfo) -> bool:
     if not tasks:
         return False
     need = max(1, job.gang_size - ssn.ready_count(job) - ssn.pipelined_count(job)) if not ssn.whole_job else len(tasks)
-    size: dict[str, float] = {}
+    # One task per resources dict (a gang's replicas share one), the first of each: the largest size
+    # and the first task of the greatest total are the same over these as over every task.
+    first: dict[int, TaskInfo] = {}
     for t in tasks:
+        first.setdefault(id(t.resources), t)
+    shapes = list(first.values())
+    size: dict[str, float] = {}
+    for t in shapes:
         size = res.maximum(size, t.resources)
-    probe = max(tasks, key=lambda t: sum(t.resources.values()))
+    probe = max(shapes, key=lambda t: sum(t.resources.values()))
     nodes = [n.name for n in ssn.nodes if not n.unschedulable and ssn.predicate(probe, job, n) is None]
     ledger = reservation_book(ssn)
     found = ledger.earliest(nodes, size, min(need, len(tasks)), job.walltime, ssn.whole_job)
