@@ -42,6 +42,7 @@ class FairShare(Plugin):
     slices: dict[str, float]
     tenant_slices: dict[tuple[str, str], float]
     held_units: dict[str, tuple[int, float]]  # queue -> (its allocated_version, its allocation in units)
+    tenant_units: dict[tuple[str, str], tuple[int, float]]  # (leaf, tenant) -> (the leaf's version, units)
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
@@ -99,6 +100,7 @@ class FairShare(Plugin):
         self.slices = slices
         self.tenant_slices = tenant_slices
         self.held_units = {}
+        self.tenant_units = {}
 
     def held(self, queue: str) -> float:
         """A queue's allocation in units, worked out again only after it changed (ordering asks often)."""
@@ -108,13 +110,21 @@ class FairShare(Plugin):
             known = self.held_units[queue] = (version, self.units(self.ssn.allocated[queue]))
         return known[1]
 
+    def tenant_held(self, queue: str, tenant: str) -> float:
+        """A tenant's allocation in units: it changes only with its leaf queue's, so it is cached as ``held`` is."""
+        key = (queue, tenant)
+        version = self.ssn.allocated_version.get(queue, 0)
+        known = self.tenant_units.get(key)
+        if known is None or known[0] != version:
+            known = self.tenant_units[key] = (version, self.units(self.ssn.tenant_allocated.get(key, {})))
+        return known[1]
+
     def queue_order(self, queue: str) -> tuple[float, ...]:
         slices = self.slices
         return self.ssn.tree_key(queue, lambda q: ratio(self.held(q), slices.get(q, 0.0)))
 
     def tenant_order(self, queue: str, tenant: str) -> float:
-        key = (queue, tenant)
-        return ratio(self.units(self.ssn.tenant_allocated.get(key, {})), self.tenant_slices.get(key, 0.0))
+        return ratio(self.tenant_held(queue, tenant), self.tenant_slices.get((queue, tenant), 0.0))
 
     def allocatable(self, task: TaskInfo, job: JobInfo) -> str | None:
         ssn, units, limit, slices = self.ssn, self.units, self.limit, self.slices
@@ -133,7 +143,7 @@ class FairShare(Plugin):
             if not ssn.surplus and before >= slices.get(q, 0.0) - EPS:
                 return f"{FAIR_SHARE}: queue {q} holds its fair share ({slices.get(q, 0.0):.4g} units)"
         key = (job.queue, job.tenant)
-        tenant_held = units(ssn.tenant_allocated.get(key, {})) - placing
+        tenant_held = self.tenant_held(job.queue, job.tenant) - placing
         if not ssn.surplus and tenant_held >= self.tenant_slices.get(key, 0.0) - EPS:
             return f"{FAIR_SHARE}: tenant {job.tenant} holds its fair share of {job.queue}"
         return None
