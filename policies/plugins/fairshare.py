@@ -24,13 +24,14 @@ PLACING = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED})
 """Tasks this session has placed: they belong to the job being judged, not to its queue's past."""
 
 UNIT = "units"
+INF = float("inf")
 
 
 def ratio(used: float, slice_: float) -> float:
     """How starved an entity is: usage over its slice (0 = nothing yet)."""
     if slice_ > EPS:
         return used / slice_
-    return float("inf") if used > EPS else 0.0
+    return INF if used > EPS else 0.0
 
 
 @register_plugin
@@ -43,6 +44,7 @@ class FairShare(Plugin):
     tenant_slices: dict[tuple[str, str], float]
     held_units: dict[str, tuple[int, float]]  # queue -> (its allocated_version, its allocation in units)
     tenant_units: dict[tuple[str, str], tuple[int, float]]  # (leaf, tenant) -> (the leaf's version, units)
+    queue_keys: dict[str, tuple[int, tuple[float, ...]]]  # queue -> (the root's allocated_version, its order)
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
@@ -68,14 +70,14 @@ class FairShare(Plugin):
         self.limit = limit = {}
         claims = {}
         for q, info in queues.items():
-            cap = units(info.cap) if info.cap is not None else float("inf")
+            cap = units(info.cap) if info.cap is not None else INF
             if not info.accept_surplus:
                 cap = min(cap, units(info.guarantee))
             limit[q] = cap
             claims[q] = Claim(
                 1.0 / eup[q],
                 {UNIT: units(info.guarantee)},
-                None if cap == float("inf") else {UNIT: cap},
+                None if cap == INF else {UNIT: cap},
                 True,
                 {UNIT: units(ssn.requested.get(q, {}))},
             )
@@ -101,6 +103,7 @@ class FairShare(Plugin):
         self.tenant_slices = tenant_slices
         self.held_units = {}
         self.tenant_units = {}
+        self.queue_keys = {}
 
     def held(self, queue: str) -> float:
         """A queue's allocation in units, worked out again only after it changed (ordering asks often)."""
@@ -120,15 +123,22 @@ class FairShare(Plugin):
         return known[1]
 
     def queue_order(self, queue: str) -> tuple[float, ...]:
-        slices = self.slices
-        return self.ssn.tree_key(queue, lambda q: ratio(self.held(q), slices.get(q, 0.0)))
+        """Asked on every pop; the shares in it change only with an allocation, which moves the root's
+        allocated_version, so the key is worked out again only then."""
+        version = self.ssn.allocated_version.get(ROOT, 0)
+        known = self.queue_keys.get(queue)
+        if known is None or known[0] != version:
+            slices = self.slices
+            key = self.ssn.tree_key(queue, lambda q: ratio(self.held(q), slices.get(q, 0.0)))
+            known = self.queue_keys[queue] = (version, key)
+        return known[1]
 
     def tenant_order(self, queue: str, tenant: str) -> float:
         return ratio(self.tenant_held(queue, tenant), self.tenant_slices.get((queue, tenant), 0.0))
 
     def allocatable(self, task: TaskInfo, job: JobInfo) -> str | None:
         ssn, units, limit, slices = self.ssn, self.units, self.limit, self.slices
-        need = units(task.resources)
+        need: float | None = None  # worked out only against a cap: nothing exceeds an infinite one
         placing = 0.0
         if ssn.pending_count(job) < len(job.tasks):  # else nothing of it is placed: no task to sum
             placing = units(res.total(t.resources for t in job.tasks if t.status in PLACING))
@@ -138,12 +148,15 @@ class FairShare(Plugin):
         # instead of waiting on fair share for ever.
         for q in ssn.ancestry(job.queue):
             before = self.held(q) - placing  # before this job: a gang is judged as a whole
-            if before + placing + need > limit[q] + EPS:
-                return f"{CAP}: queue {q} would exceed its quota ({limit[q]:g} units)"
+            if limit[q] != INF:
+                need = units(task.resources) if need is None else need
+                if before + placing + need > limit[q] + EPS:
+                    return f"{CAP}: queue {q} would exceed its quota ({limit[q]:g} units)"
             if not ssn.surplus and before >= slices.get(q, 0.0) - EPS:
                 return f"{FAIR_SHARE}: queue {q} holds its fair share ({slices.get(q, 0.0):.4g} units)"
-        key = (job.queue, job.tenant)
+        if ssn.surplus:
+            return None
         tenant_held = self.tenant_held(job.queue, job.tenant) - placing
-        if not ssn.surplus and tenant_held >= self.tenant_slices.get(key, 0.0) - EPS:
+        if tenant_held >= self.tenant_slices.get((job.queue, job.tenant), 0.0) - EPS:
             return f"{FAIR_SHARE}: tenant {job.tenant} holds its fair share of {job.queue}"
         return None
