@@ -36,6 +36,7 @@ class Proportion(Plugin):
     ssn: Session
     deserved: dict[str, Resources]
     inqueue: dict[str, Resources]
+    verdicts: dict[str, tuple[int, str | None]]  # queue -> (the root's allocated_version, overused's answer)
 
     def hooks(self) -> dict[str, Fn]:
         return {
@@ -55,12 +56,22 @@ class Proportion(Plugin):
         self.ssn = ssn
         self.deserved = divide_tree(ssn.capacity, claims, ssn.children)
         self.inqueue = {}
+        self.verdicts = {}
 
     def queue_order(self, queue: str) -> tuple[float, ...]:
         ssn, deserved = self.ssn, self.deserved
         return ssn.tree_key(queue, lambda q: share(ssn.allocated[q], deserved[q]))
 
     def overused(self, queue: str) -> str | None:
+        """Asked on every pop; the answer changes only with an allocation, which moves the root's
+        allocated_version, so it is worked out again only then."""
+        version = self.ssn.allocated_version.get(ROOT, 0)
+        known = self.verdicts.get(queue)
+        if known is None or known[0] != version:
+            known = self.verdicts[queue] = (version, self._overused(queue))
+        return known[1]
+
+    def _overused(self, queue: str) -> str | None:
         ssn = self.ssn
         for q in ssn.ancestry(queue):
             want, got = self.deserved[q], ssn.allocated[q]
