@@ -112,11 +112,13 @@ class PendingIndex:
         if lane is None:
             return
         heap = lane.heap
-        frontier: list[tuple[_Entry, int]] = [(heap[0], 0)] if heap else []
+        # Keyed by the entries' keys (unique: they end in the arrival number), so the frontier is
+        # ordered as the heap is but compared in C rather than through _Entry.__lt__.
+        frontier: list[tuple[tuple[float, float, int], int, _Entry]] = [(heap[0].key, 0, heap[0])] if heap else []
         while frontier:
-            entry, i = heapq.heappop(frontier)
+            _, i, entry = heapq.heappop(frontier)
             for child in (2 * i + 1, 2 * i + 2):
                 if child < len(heap):
-                    heapq.heappush(frontier, (heap[child], child))
+                    heapq.heappush(frontier, (heap[child].key, child, heap[child]))
             if entry.alive:
                 yield entry.job
