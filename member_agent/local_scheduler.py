@@ -97,9 +97,8 @@ class LocalScheduler:
         jobs = [_job_info(job, TaskStatus.PENDING) for job in pending if job.spec is not None]
         jobs += self._running_infos(running)
         infos = self.nodes.update(nodes)
-        capacity, free = self.nodes.totals()
         snapshot = Snapshot(
-            infos, jobs, evaluations=self._evaluations, capacity=capacity, free=free, totals=self._totals
+            infos, jobs, evaluations=self._evaluations, capacity=self.nodes.capacity(), totals=self._totals
         )
         session = open_session(self.conf, snapshot, self.clock)
         try:

@@ -1,8 +1,8 @@
 """The agent's nodes as its sessions see them, kept from one local cycle to the next.
 
 The backend hands out the same view of a node until the node's usage changes (the simulated one
-does), so only nodes with a new view are built again, and what a session would otherwise sum over
-every node each cycle (the capacity, what is free) follows those nodes instead.
+does), so only nodes with a new view are built again, and the node sizes and the capacity, which
+a session would otherwise sum over every node each cycle, follow those nodes instead.
 """
 
 from __future__ import annotations
@@ -17,9 +17,6 @@ from policies import resources as res
 from policies.resources import Resources
 
 Size = tuple[tuple[str, float], ...]
-
-#: Whole numbers up to this, over this many nodes, add up exactly in any order (2**53 in all).
-EXACT_SUM = 2.0**53
 
 
 def _size(view: NodeView) -> Size | None:
@@ -37,69 +34,47 @@ def node_info(view: NodeView) -> NodeInfo:
     return NodeInfo(view.name, allocatable, idle, used, labels=dict(view.labels), unschedulable=view.unschedulable)
 
 
-def _refold(total: Resources, before: Resources, after: Resources, limit: float) -> bool:
-    """``total`` less ``before`` plus ``after``, in place. False (``total`` is then of no use) unless
-    every quantity is a whole number within ``limit``: then every partial sum is exact, so the total
-    is the one a sum over all nodes in their order gives, to the last bit (cpu counts and bytes are)."""
-    for name, qty in before.items():
-        if not (-limit <= qty <= limit and qty % 1 == 0):
-            return False
-        total[name] -= qty
-    for name, qty in after.items():
-        if not (-limit <= qty <= limit and qty % 1 == 0):
-            return False
-        total[name] += qty
-    return True
-
-
 class NodeTable:
-    """The last cycle's node views, the NodeInfo of each, the nodes' sizes and their totals."""
+    """The last cycle's node views, the NodeInfo of each, the nodes' sizes and their capacity."""
 
     def __init__(self) -> None:
         self._views: list[NodeView] = []
         self._infos: list[NodeInfo] = []
         self._keys: list[Size | None] = []  # each node's size, and how many nodes have each
         self._sizes: Counter[Size | None] = Counter()
-        self._capacity: Resources | None = None  # the schedulable nodes' totals; None: to be summed again
-        self._free: Resources | None = None
+        self._capacity: Resources | None = None  # the schedulable nodes' total; None: to be summed again
 
     def update(self, views: list[NodeView]) -> list[NodeInfo]:
         """The session's nodes. A view handed out again in the same place keeps its NodeInfo: a
         session puts back every node it changes, so a NodeInfo is the same between sessions as when
-        it was built. The sizes and totals follow the nodes whose view is new."""
+        it was built. The sizes and the capacity follow the nodes whose view is new."""
         before = self._views
         if len(before) != len(views):
             self._views = list(views)
             self._infos = [node_info(view) for view in views]
             self._keys = [_size(view) for view in views]
             self._sizes = Counter(self._keys)
-            self._capacity = self._free = None
+            self._capacity = None
             return list(self._infos)
         infos, keys, sizes = self._infos, self._keys, self._sizes
-        limit = EXACT_SUM / (len(views) + 1)
         for i in compress(range(len(views)), map(is_not, views, before)):  # identity tests in C
             view = before[i] = views[i]
-            old, info = infos[i], node_info(view)
-            infos[i] = info
+            infos[i] = node_info(view)
             size = _size(view)
             if size != keys[i]:
                 sizes[keys[i]] -= 1
                 sizes[size] += 1
                 keys[i] = size
-                self._capacity = self._free = None
-            elif size is not None and self._free is not None and not _refold(self._free, old.idle, info.idle, limit):
-                self._free = None
+                self._capacity = None
         return list(infos)
 
     def sizes(self) -> list[Resources]:
         """The distinct allocatables of the schedulable nodes: a cluster has a handful, not a thousand."""
         return [dict(size) for size, count in self._sizes.items() if size is not None and count > 0]
 
-    def totals(self) -> tuple[Resources, Resources]:
-        """The schedulable nodes' allocatable and idle resources in total, summed as a session would
-        (in node order) when not known: the same floats."""
+    def capacity(self) -> Resources:
+        """The schedulable nodes' allocatable in total, summed as a session would (in node order) when
+        not known: the same floats."""
         if self._capacity is None:
             self._capacity = res.total(info.allocatable for info in self._infos if not info.unschedulable)
-        if self._free is None:
-            self._free = res.total(info.idle for info in self._infos if not info.unschedulable)
-        return self._capacity, self._free
+        return self._capacity

@@ -295,7 +295,5 @@ class Snapshot:
     # When the running tasks free what they hold, per node, when the caller keeps that across cycles
     # (then a reservation need not walk every running task).
     releases: Mapping[str, Releases] | None = None
-    # The schedulable nodes' allocatable, and what they have free (idle plus releasing), in total,
-    # when the caller keeps that across cycles.
+    # The schedulable nodes' allocatable in total, when the caller keeps that across cycles.
     capacity: Resources | None = None
-    free: Resources | None = None

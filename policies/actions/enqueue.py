@@ -21,11 +21,8 @@ class Enqueue(Action):
     def execute(self, ssn: Session) -> None:
         factor = self.arguments.number("overcommitFactor", 1.2)
         lookahead = int(self.arguments.number("lookahead", 64))
-        if ssn.free is not None and not ssn.changes:  # the caller's total holds while no node changed
-            window = res.scale(ssn.free, factor)
-        else:
-            free = (res.add(n.idle, n.releasing) if n.releasing else n.idle for n in ssn.nodes if not n.unschedulable)
-            window = res.scale(res.total(free), factor)
+        free = (res.add(n.idle, n.releasing) if n.releasing else n.idle for n in ssn.nodes if not n.unschedulable)
+        window = res.scale(res.total(free), factor)
         admitted: set[str] = set()
         refused = 0
         jobs = OrderedJobs(ssn)

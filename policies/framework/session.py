@@ -95,7 +95,6 @@ class Session:
             self.capacity = res.total(n.allocatable for n in self.nodes if not n.unschedulable)
         else:
             self.capacity = dict(snapshot.capacity)
-        self.free = snapshot.free  # as the snapshot's nodes are, before the session changes any
         self.queues = dict(snapshot.queues)
         self.children: dict[str, list[str]] = {}
         self.allocated: dict[str, Resources] = {}  # queue path (all levels) -> held resources, live

@@ -44,7 +44,7 @@ NODE_CHANGES = st.tuples(
 
 
 @given(st.lists(NODE_CHANGES, max_size=8))
-def test_kept_node_sizes_and_totals_follow_the_views_as_a_rebuild_would(
+def test_kept_node_sizes_and_capacity_follow_the_views_as_a_rebuild_would(
     changes: list[tuple[int, float, float, bool]],
 ) -> None:
     views = [NodeView(f"n{i}", {"cpu": 2.0, "memory": 8.0}) for i in range(3)]
@@ -57,6 +57,6 @@ def test_kept_node_sizes_and_totals_follow_the_views_as_a_rebuild_would(
         assert scheduler.never_fits([wide], views) == fresh.never_fits([wide], views)
         scheduler.plan([wide], [], views)
         schedulable = [node_info(v) for v in views if not v.unschedulable]
-        expected = (res.total(n.allocatable for n in schedulable), res.total(n.idle for n in schedulable))
-        assert scheduler.nodes.totals() == expected  # to the last bit, and in the same key order
-        assert [list(total) for total in scheduler.nodes.totals()] == [list(total) for total in expected]
+        expected = res.total(n.allocatable for n in schedulable)
+        assert scheduler.nodes.capacity() == expected  # to the last bit, and in the same key order
+        assert list(scheduler.nodes.capacity()) == list(expected)
