@@ -3,8 +3,9 @@
 Incremental: each start or stop touches only the meters of that job's tenant, its queue and the
 queue's ancestors, and its (tenant, queue, cluster) series; everything else is integrated lazily
 when read. Time comes from the events (and the injected clock for reads), never the wall clock.
-Events are applied in time order: one dated before the latest event seen is applied at that latest
-time, so the past is never rewritten and every meter agrees on the totals.
+An event dated before the latest time seen (a late report, or one after a save) is applied at that
+latest time and then backdated: its run's share of the time between is added to (or taken from) the
+resource-seconds, real priorities and history, so late events count as if they had come in order.
 """
 
 from __future__ import annotations
@@ -92,7 +93,6 @@ class Accountant:
         """``job_id`` holds ``resources`` from ``at``; a job already running is left as it is."""
         if job_id in self._runs:
             return
-        at = self._tick(at)
         run = Run(tenant, queue, cluster, dict(resources), res.units(resources, self.weights), at)
         self._runs[job_id] = run
         self._apply(run, at, +1)
@@ -101,7 +101,7 @@ class Accountant:
         """``job_id`` released its resources at ``at``; unknown (or already stopped) jobs are ignored."""
         run = self._runs.pop(job_id, None)
         if run is not None:
-            self._apply(run, self._tick(at), -1)
+            self._apply(run, max(at, run.started), -1)
 
     def set_factor(self, tenant: str, factor: float) -> None:
         """HTCondor's priority factor: EUP = RUP x factor (higher factor, smaller slice)."""
@@ -251,21 +251,29 @@ class Accountant:
         return self.queue_half_life.get(queue, self.half_life)
 
     def _apply(self, run: Run, at: float, sign: int) -> None:
+        """Start (sign +1) or end (sign -1) ``run`` at ``at``: now if ``at`` is past, then backdated."""
+        now = self._tick(at)
         tenant = self._tenants.get(run.tenant)
         if tenant is None:
-            tenant = self._tenants[run.tenant] = Meter(self.half_life, at)
-        tenant.change(at, run.resources, run.units, sign)
+            tenant = self._tenants[run.tenant] = Meter(self.half_life, now)
+        meters = [tenant]
         for path in queue_ancestry(run.queue):
             meter = self._queues.get(path)
             if meter is None:
-                meter = self._queues[path] = Meter(self._queue_half_life(path), at)
-            meter.change(at, run.resources, run.units, sign)
+                meter = self._queues[path] = Meter(self._queue_half_life(path), now)
+            meters.append(meter)
         key = (run.tenant, run.queue, run.cluster)
         if key not in self._series:
-            self._series[key] = Meter(None, at)
+            self._series[key] = Meter(None, now)
             self._history[key] = History(self.tiers)
-        self._advance_series(key, at)
-        self._series[key].change(at, run.resources, run.units, sign)
+        self._advance_series(key, now)
+        meters.append(self._series[key])
+        for meter in meters:
+            meter.change(now, run.resources, run.units, sign)
+            if at < now:
+                meter.backdate(at, run.resources, run.units, sign)
+        if at < now:
+            self._history[key].add(at, now, sign * run.units, {name: sign * x for name, x in run.resources.items()})
         self._dirty.add(run.tenant)
         self._runs_dirty.add(run.tenant)
 

@@ -67,7 +67,7 @@ class History:
         self.tiers = tuple(tiers)
         self.resources: list[str] = []
         self._index: dict[str, int] = {}
-        # Per tier, bucket start -> cell, in time order (usage is only ever added at the present).
+        # Per tier, bucket start -> cell, in time order (``_write`` sorts again after a late event's usage).
         self.buckets: list[dict[float, list[float]]] = [{} for _ in self.tiers]
         self.dirty: set[tuple[int, float]] = set()  # (tier, chunk start) changed since the last save
         self._pending: list[tuple[float, float, float, dict[str, float]]] = []
@@ -113,12 +113,15 @@ class History:
     def _write(self, level: int, start: float, end: float, vector: Sequence[float]) -> None:
         width = self.tiers[level].width
         cells = self.buckets[level]
+        count, newest = len(cells), next(reversed(cells), -math.inf)
         bucket = math.floor(start / width) * width
         while bucket < end:
             overlap = min(end, bucket + width) - max(start, bucket)
             _accumulate(cells.setdefault(bucket, []), vector, overlap)
             self._touch(level, bucket)
             bucket += width
+        if len(cells) > count and start < newest:  # a late event's usage made a bucket before the newest
+            self.buckets[level] = dict(sorted(cells.items()))
 
     def compact(self, now: float, retention: float | None) -> None:
         """Move buckets whose coarser bucket is past the tier's ``keep``; drop those past ``retention``."""

@@ -56,6 +56,22 @@ class Meter:
             self.rates[name] = self.rates.get(name, 0.0) + sign * amount
         self.units += sign * units
 
+    def backdate(self, since: float, resources: Mapping[str, float], units: float, sign: int) -> None:
+        """Move one run's start (sign +1) or end (sign -1), just applied at ``last``, back to ``since``.
+
+        An event can arrive after the meter moved past its time. Usage is linear in the rates, so the
+        run's share of ``[since, last)`` is added (or taken back) as it would have been counted; the
+        real priority likewise gains ``units * (1 - 0.5**(dt/halfLife))``, exact unless the 0.5 floor
+        bound meanwhile (a rate under half a unit)."""
+        dt = self.last - since
+        if dt <= 0:
+            return
+        for name, amount in resources.items():
+            self.seconds[name] = self.seconds.get(name, 0.0) + sign * amount * dt
+        self.unit_seconds += sign * units * dt
+        if self.half_life is not None:
+            self.rup = max(RUP_FLOOR, self.rup + sign * units * (1.0 - 0.5 ** (dt / self.half_life)))
+
     def rup_at(self, now: float) -> float:
         """The real priority at ``now`` without moving the meter (``now`` before ``last``: as at ``last``)."""
         if self.half_life is None:

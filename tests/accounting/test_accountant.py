@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from federation.accounting import Accountant, queue_ancestry
@@ -128,13 +130,80 @@ def test_start_is_idempotent_and_stop_of_unknown_jobs_is_ignored() -> None:
     assert acct.snapshot(T0 + 30).tenants["alice"].seconds == {"cpu": 40}
 
 
-def test_events_dated_in_the_past_apply_at_the_latest_time_seen() -> None:
+def test_an_event_that_arrives_late_is_backdated_to_its_time() -> None:
     clock = ManualClock(T0)
     acct = accountant(clock)
-    acct.start("a", "alice", "q", "east", {"cpu": 1}, at=T0 + 100)
-    acct.start("b", "bob", "q", "east", {"cpu": 1}, at=T0 + 50)  # late report: counted from T0 + 100
+    acct.start("a", "alice", "q", "east", {"cpu": 1}, at=T0)
+    acct.start("b", "bob", "q", "east", {"cpu": 2}, at=T0 + 100)
+    acct.snapshot(T0 + 150)  # a save moves every meter to T0 + 150
+    acct.stop("b", at=T0 + 120)  # the end comes after the save: 20 s were counted too many, and are taken back
+    acct.start("c", "bob", "p", "west", {"cpu": 4}, at=T0 + 130)  # a start after it: 20 s too few, added
     snap = acct.snapshot(T0 + 200)
-    assert snap.tenants["bob"].seconds == snap.tenants["alice"].seconds == {"cpu": 100}
+    assert snap.tenants["alice"].seconds == {"cpu": 200}
+    assert snap.tenants["bob"].seconds == {"cpu": 2 * 20 + 4 * 70}
+    assert snap.queues["q"].seconds == {"cpu": 200 + 2 * 20} and snap.queues[""].seconds == {"cpu": 520}
+    series = snap.window(T0, T0 + 60 * 4)
+    assert series[("bob", "q", "east")].seconds == {"cpu": 40}
+    assert series[("bob", "p", "west")].seconds == {"cpu": 280}
+    # bob's real priority: 2 units over [100, 120) then 4 units over [130, 200), as if in order.
+    in_order = decay_rup(decay_rup(decay_rup(RUP_FLOOR, 2.0, 20.0, HOUR), 0.0, 10.0, HOUR), 4.0, 70.0, HOUR)
+    assert acct.usage(T0 + 200).tenant_rup["bob"] == pytest.approx(in_order, rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["alice", "bob"]),
+            st.sampled_from(["a", "a.x", "b"]),
+            st.sampled_from(["east", "west"]),
+            st.integers(1, 8),
+            st.integers(0, 7_200),  # start, seconds after T0
+            st.integers(1, 3_600),  # run time
+        ),
+        min_size=1,
+        max_size=10,
+    ),
+    st.randoms(use_true_random=False),
+    st.integers(0, 600),
+)
+def test_late_events_give_the_usage_of_events_in_order(
+    runs: list[tuple[str, str, str, int, int, int]], rnd: random.Random, delay: int
+) -> None:
+    """Each start and end arrives up to ``delay`` late (a job's end after its start, as the watch
+    delivers them), with saves between: resource-seconds, unit-seconds and every history bucket come
+    out as if every event had arrived on time."""
+    events: list[tuple[float, float, int, bool]] = []  # (arrival, time, run, is start)
+    for n, (_, _, _, _, start, run) in enumerate(runs):
+        started = T0 + start + rnd.uniform(0, delay)
+        events.append((started, T0 + start, n, True))
+        events.append((max(started, T0 + start + run + rnd.uniform(0, delay)), T0 + start + run, n, False))
+    on_time, late = accountant(ManualClock(T0)), accountant(ManualClock(T0))
+    for acct, order in ((on_time, sorted(events, key=lambda e: (e[1], e[3]))), (late, sorted(events))):
+        for arrival, at, n, starting in order:
+            tenant, queue, cluster, cpu, _, _ = runs[n]
+            if starting:
+                acct.start(f"j{n}", tenant, queue, cluster, {"cpu": cpu}, at=at)
+            else:
+                acct.stop(f"j{n}", at=at)
+            if acct is late and rnd.random() < 0.3:
+                acct.snapshot(arrival)  # a save between events moves every meter to the arrival time
+    end = T0 + 20_000
+    want, got = on_time.snapshot(end), late.snapshot(end)
+    assert got.tenants.keys() == want.tenants.keys() and got.queues.keys() == want.queues.keys()
+    for name, meter in want.tenants.items():
+        assert got.tenants[name].seconds == pytest.approx(meter.seconds, abs=1e-6)
+        assert got.tenants[name].unit_seconds == pytest.approx(meter.unit_seconds, abs=1e-6)
+    for path, meter in want.queues.items():
+        assert got.queues[path].seconds == pytest.approx(meter.seconds, abs=1e-6)
+    edges = [T0 + 60.0 * k for k in range(20_000 // 60 + 2)]
+    got_bins = got.binned(edges)
+    assert got_bins.keys() == want.binned(edges).keys()
+    for key, bins in want.binned(edges).items():
+        assert [b.unit_seconds for b in got_bins[key]] == pytest.approx([b.unit_seconds for b in bins], abs=1e-6)
+    for history in late._history.values():
+        for cells in history.buckets:
+            assert list(cells) == sorted(cells)
 
 
 def test_queue_ancestry() -> None:

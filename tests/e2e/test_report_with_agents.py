@@ -30,8 +30,12 @@ def test_quota_report_in_table_json_and_csv(etcd_server: EtcdServer, tmp_path: P
         ids += [
             fed.submit(job(f"b{i}", cpu="1", runtime="5s", selector={"region": "us"}), tenant="bob") for i in range(2)
         ]
-        for job_id in ids:
-            assert fed.wait_state(job_id, {"Succeeded", "Failed"})["state"] == "Succeeded"
+        ran = {"alice": 0.0, "bob": 0.0}  # cpu-seconds, from the start and end times the agents reported
+        for job_id, (tenant, cpus) in zip(ids, [("alice", 2)] * 3 + [("bob", 1)] * 2, strict=True):
+            record = fed.wait_state(job_id, {"Succeeded", "Failed"})
+            assert record["state"] == "Succeeded"
+            ran[tenant] += cpus * (record["end_time"] - record["start_time"])
+        assert ran["alice"] == pytest.approx(30, abs=3) and ran["bob"] == pytest.approx(10, abs=1)
         server = fed.server.url
 
         # History is kept in one-minute buckets and a window that cuts a bucket takes its share of it, so
@@ -46,18 +50,16 @@ def test_quota_report_in_table_json_and_csv(etcd_server: EtcdServer, tmp_path: P
             row = next(r for r in doc["tenants"] if r["tenant"] == tenant)
             return float(row["resource_hours"].get("cpu", 0.0))
 
-        # alice ran 3 x 2 cpus x 5 s = 30 cpu-seconds, bob 2 x 1 x 5 s = 10. The report reads what the
-        # leader last saved (every 200 ms here), so it catches up with the finished jobs shortly after.
-        # The accountant applies a start or an end that arrives after a later event or save at that
-        # later time (docs/reports.md), so each may count up to its report's delay late: about 0.1 s
-        # here, and a second or more on a loaded machine. The margins allow 3/8 s per event on average
-        # (alice 6 events of 2 cpus, bob 4 of 1) and still tell a job missing or counted twice.
+        # alice ran 3 jobs of 2 cpus for about 5 s, bob 2 of 1. The report reads what the leader last
+        # saved (every 200 ms here), so it catches up with the finished jobs shortly after, to the exact
+        # times the records hold: a start or an end that reaches the accountant after a later event or
+        # save is backdated to its time (docs/reports.md).
         def settled() -> dict | None:
             doc = json.loads(report("--output", "json"))
-            seconds = (used(doc, "alice") * 3600, used(doc, "bob") * 3600)
-            return doc if abs(seconds[0] - 30) <= 4.5 and abs(seconds[1] - 10) <= 1.5 else None
+            seconds = {tenant: used(doc, tenant) * 3600 for tenant in ran}
+            return doc if all(abs(seconds[t] - ran[t]) <= 1e-6 for t in ran) else None
 
-        doc = wait_until(settled, 30, "the saved usage to reach 30 and 10 cpu-seconds")
+        doc = wait_until(settled, 30, f"the saved usage to reach the jobs' cpu-seconds {ran}")
         assert {r["tenant"]: r["completed"] for r in doc["tenants"] if r["tenant"] in ("alice", "bob")} == {
             "alice": 3,
             "bob": 2,
