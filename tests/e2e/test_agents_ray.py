@@ -12,17 +12,20 @@ import pytest
 
 from federation.launcher import wait_until
 from federation.store import EtcdServer
-from tests.e2e.cluster import Federation, job
+from tests.e2e.cluster import FAST, Federation, job
 
 pytestmark = [pytest.mark.etcd, pytest.mark.ray, pytest.mark.slow]
 PY = sys.executable
+# No test here loses the cluster: a long lostAfter keeps an agent that Ray starves of CPU on a loaded
+# machine from being declared lost, with its jobs requeued under the tests' feet.
+CONFIG = {**FAST, "cluster": {"lostAfter": "60s", "requeueAfter": "120s"}}
 
 
 @pytest.fixture(scope="module")
 def federation(
     etcd_server: EtcdServer, ray_cluster: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Federation]:
-    fed = Federation(etcd_server.endpoint, tmp_path_factory.mktemp("fed-ray"))
+    fed = Federation(etcd_server.endpoint, tmp_path_factory.mktemp("fed-ray"), CONFIG)
     try:
         fed.join("ray-a", "ray", "--ray-address", ray_cluster, "--labels", "backend=ray")
         yield fed
