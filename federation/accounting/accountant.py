@@ -270,9 +270,9 @@ class Accountant:
         meters.append(self._series[key])
         for meter in meters:
             meter.change(now, run.resources, run.units, sign)
-            if at < now:
-                meter.backdate(at, run.resources, run.units, sign)
         if at < now:
+            for meter in meters:
+                meter.backdate(at, run.resources, run.units, sign)
             self._history[key].add(at, now, sign * run.units, {name: sign * x for name, x in run.resources.items()})
         self._dirty.add(run.tenant)
         self._runs_dirty.add(run.tenant)
