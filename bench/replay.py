@@ -71,6 +71,7 @@ def replay(
         "wall_seconds": round(wall, 2),
         "simulate_seconds": round(stats.wall_seconds, 2),
         "global_cycles": stats.global_cycles,
+        "idle_cycles": stats.idle_cycles,
         "global_seconds": round(stats.global_seconds, 2),
         "local_cycles": stats.local_cycles,
         "local_seconds": round(stats.local_seconds, 2),

@@ -98,6 +98,10 @@ class PendingIndex:
     def lanes(self) -> list[LaneKey]:
         return list(self._lanes)
 
+    def jobs(self) -> Iterator[JobInfo]:
+        """Every pending job, in no particular order."""
+        return (entry.job for entry in self._entries.values())
+
     def queue_request(self, queue: str) -> Resources:
         """Pending resources of a leaf queue, kept as a running sum."""
         return dict(self._request.get(queue, {}))

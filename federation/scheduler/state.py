@@ -100,6 +100,8 @@ class FederationState:
         self._holders: dict[tuple[str, str], int] = {}
         self._holding: dict[str, JobInfo] = {}
         self._never_fits: dict[str, tuple[int, str | None]] = {}
+        self._preemptible_held = 0  # preemptible jobs on clusters: what reclaim could take back
+        self._needs: dict[str, tuple[JobInfo, Resources]] = {}  # a pending job's whole request, for may_act
         # Finished jobs still in the store (id -> ended, revision, state, queue), for the leader to
         # delete once past their retention, and a heap by end time over them. A job leaves the map when
         # its key is deleted; the heap drops such stale entries lazily, and is rebuilt when they are
@@ -165,6 +167,7 @@ class FederationState:
             return
         self.marked.discard(job_id)
         self._never_fits.pop(job_id, None)
+        self._needs.pop(job_id, None)
         self.pending.remove(job_id)
         if entry.cluster:
             self._leave_cluster(job_id, entry.cluster)
@@ -204,8 +207,10 @@ class FederationState:
             self._holders[lane] -= 1
             if not self._holders[lane]:
                 del self.held[lane], self._holders[lane]
+            self._preemptible_held -= before.preemptible
         if info is not None:
             lane = (info.queue, info.tenant)
+            self._preemptible_held += info.preemptible
             self._holding[job_id] = info
             res.iadd(self.held.setdefault(lane, {}), held_by(info))
             self._holders[lane] = self._holders.get(lane, 0) + 1
@@ -269,6 +274,28 @@ class FederationState:
         if not any(res.fits(need, summed(v.nodes)) for v in matching):
             return f"the gang needs {_show(need)} at once: more than any matching cluster has"
         return None
+
+    def may_act(self, now: float, lost_after: float) -> bool:
+        """Whether a global cycle now could dispatch, evict or find a job Unschedulable.
+
+        False only when that is certain, so a caller that plans on every change (the simulator) may
+        skip the cycle: a job is placed whole on one cluster, so it needs its whole request idle on
+        one schedulable cluster; reclaim needs a preemptible job on a cluster; and a job no cluster
+        could ever hold is to be marked. O(pending jobs), stopping at the first that could act."""
+        if self._preemptible_held:
+            return True
+        room: Resources = {}
+        for view in self.clusters.values():
+            if not (view.cordoned or view.report_time is None or now - view.report_time > lost_after):
+                room = res.maximum(room, self._room(view).idle)
+        needs = self._needs
+        for info in self.pending.jobs():
+            known = needs.get(info.id)
+            if known is None or known[0] is not info:
+                known = needs[info.id] = (info, held_by(info))
+            if res.fits(known[1], room) or self.never_fits(info) is not None:
+                return True
+        return False
 
     def running_ids(self) -> set[str]:
         """The jobs whose records say they run on a cluster now."""

@@ -76,6 +76,7 @@ class EngineStats:
     event_times: int = 0
     rounds: int = 0
     global_cycles: int = 0
+    idle_cycles: int = 0  # global cycles skipped: nothing could start, be reclaimed or be marked
     local_cycles: int = 0
     global_seconds: float = 0.0
     local_seconds: float = 0.0
@@ -222,20 +223,31 @@ class Engine:
         self._upsert(job)
         self._may_reserve_from(sim.submit)
 
+    def _report(self, now: float) -> None:
+        """Bring the capacity reports of the clusters whose jobs moved up to date."""
+        for name in sorted(self._unreported):
+            self.state.set_report(name, now, self.members[name].capacity())
+        self._unreported.clear()
+
     def _plan(self) -> CyclePlan:
         """The global cycle on up-to-date capacity reports and the accountant's usage now."""
         self.stats.global_cycles += 1
         now = self.clock.now()
-        for name in sorted(self._unreported):
-            self.state.set_report(name, now, self.members[name].capacity())
-        self._unreported.clear()
+        self._report(now)
         plan = self.scheduler.plan(self.state, self.accountant.usage(now), self._conf(now))
         self.stats.global_seconds += plan.seconds
         return plan
 
     def _global_cycle(self) -> tuple[int, bool]:
-        """Plan and apply; returns the jobs moved and whether the state changed beyond the plan's own doing."""
+        """Plan and apply; returns the jobs moved and whether the state changed beyond the plan's own doing.
+
+        A cycle that could not act (nothing fits anywhere, nothing to reclaim or mark) is skipped: its
+        plan would be empty, and a plan leaves nothing behind for the next one."""
         now = self.clock.now()
+        self._report(now)
+        if not self.state.may_act(now, self.config.cluster.lost_after):
+            self.stats.idle_cycles += 1
+            return 0, False
         plan = self._plan()
         for job_id, why in sorted(plan.unschedulable.items()):
             self.state.remove_job(job_id)
