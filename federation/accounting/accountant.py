@@ -74,6 +74,7 @@ class Accountant:
 
     def _reset(self) -> None:
         self._time = float("-inf")
+        self.saved_revision: int | None = None  # of the job changes the loaded accounting counted
         self._runs: dict[str, Run] = {}
         self._tenants: dict[str, Meter] = {}
         self._queues: dict[str, Meter] = {}
@@ -156,8 +157,11 @@ class Accountant:
 
     # persistence
 
-    async def save(self, store: Store) -> int:
-        """Write what changed since the last save (see ``storage``); returns the store revision."""
+    async def save(self, store: Store, applied: int | None = None) -> int:
+        """Write what changed since the last save (see ``storage``); returns the store revision.
+
+        ``applied``: the store revision up to which the job changes counted here were read, so a
+        leader that loads this can tell the runs that ended after it (``saved_revision``)."""
         at = self.advance()
         series: dict[str, list[SeriesKey]] = {}
         for key in self._series:
@@ -173,7 +177,12 @@ class Accountant:
                 if run.tenant in runs:
                     runs[run.tenant].append([job_id, run.queue, run.cluster, run.started, run.resources])
         groups = [
-            [Op.put(storage.QUEUES, storage.dumps({"t": at, "q": {q: m.encode() for q, m in self._queues.items()}}))]
+            [
+                Op.put(
+                    storage.QUEUES,
+                    storage.dumps({"t": at, "r": applied, "q": {q: m.encode() for q, m in self._queues.items()}}),
+                )
+            ]
         ]
         for tenant in sorted(changed | self._runs_dirty):
             ops: list[Op] = []
@@ -213,6 +222,7 @@ class Accountant:
         if queues is not None:
             doc = json.loads(queues.value)
             self._time = float(doc["t"])
+            self.saved_revision = doc.get("r")
             self._queues = {q: Meter.decode(m, self._queue_half_life(q)) for q, m in doc["q"].items()}
         runs = {kv.key: json.loads(kv.value) for kv in stored_runs}
         for kv in tenants:

@@ -102,11 +102,12 @@ class SchedulerService:
         than the saved one; the loaded jobs' starts and ends bring it up to date.
         """
         state = FederationState()
+        counted, applied = self.accountant.running(), self.applied_revision
         snapshot = await self.store.snapshot(keys.FOLLOWED_FROM, end=keys.FOLLOWED_TO)
         for kv in snapshot.kvs:
             self._apply_kv(state, kv)
         if self.leading:
-            await self._stop_ended_runs(state)
+            await self._catch_up_runs(state, counted, applied)
         # The loaded state lives as long as the process follows the store: keep it out of the cyclic
         # collector's full passes, which would otherwise walk every pending job again and again.
         gc.freeze()
@@ -229,7 +230,7 @@ class SchedulerService:
         assert self.state is not None
         await self.sync()  # the state holds every write the last leader made before its lease ran out
         await self.accountant.load(self.store)
-        await self._stop_ended_runs(self.state)
+        await self._catch_up_runs(self.state, self.accountant.running(), self.accountant.saved_revision)
         for job_id, entry in self.state.entries.items():
             if entry.state is JobState.RUNNING and entry.started_at is not None:
                 info = entry.info
@@ -244,18 +245,36 @@ class SchedulerService:
         self.leading = False
         self.metrics.leader.set(0)
 
-    async def _stop_ended_runs(self, state: FederationState) -> None:
-        """A saved accounting can trail the jobs: stop runs that ended while no leader was counting, at
-        their recorded end (now, for a job no longer in the store or one that ended since it was read).
-        The records are read first; the stops after them have no await."""
-        gone = sorted(self.accountant.running() - state.running_ids())
-        ends = {}
-        for job_id, kv in zip(gone, await get_many(self.store, [keys.job(job_id) for job_id in gone]), strict=True):
-            end = JobRecord.from_bytes(kv.value).end_time if kv is not None else None
-            if end is not None:
-                ends[job_id] = end
+    async def _catch_up_runs(self, state: FederationState, counted: set[str], after: int | None) -> None:
+        """Bring an accounting that trails the jobs (a saved one, or one kept while the watch was dead)
+        up to them: ``counted`` are the runs it held, ``after`` the store revision of the job changes it
+        had seen. A run it holds that has ended since stops at its recorded end (now, for a job no
+        longer in the store); a run that ended after ``after`` and that it never held (it started
+        later, or its start had not been seen) is counted whole, backdated. The records are read first
+        (again for ends that arrive meanwhile); the counting after the reads has no await."""
+        records: dict[str, JobRecord | None] = {}
+        while wanted := sorted(self._ended_since(state, counted, after) - records.keys()):
+            for job_id, kv in zip(wanted, await get_many(self.store, [keys.job(j) for j in wanted]), strict=True):
+                records[job_id] = JobRecord.from_bytes(kv.value) if kv is not None else None
         for job_id in self.accountant.running() - state.running_ids():
-            self.accountant.stop(job_id, ends.get(job_id, self.clock.now()))
+            record = records.get(job_id)
+            end = record.end_time if record is not None else None
+            self.accountant.stop(job_id, end if end is not None else self.clock.now())
+        for job_id, record in records.items():
+            if job_id in counted or record is None or record.start_time is None or record.end_time is None:
+                continue
+            resources = record.spec.total_resources()
+            self.accountant.start(job_id, record.tenant, record.queue, record.cluster, resources, record.start_time)
+            self.accountant.stop(job_id, record.end_time)
+
+    @staticmethod
+    def _ended_since(state: FederationState, counted: set[str], after: int | None) -> set[str]:
+        """Jobs whose end the accounting has not seen: its runs no longer running, and jobs that
+        finished in a change after revision ``after``."""
+        ended = counted - state.running_ids()
+        if after is not None:
+            ended |= {job_id for job_id, (_, revision, _, _) in state.finished.items() if revision > after}
+        return ended
 
     def _fence(self) -> Any:
         return self.election.fence()
@@ -342,7 +361,7 @@ class SchedulerService:
             self._wake.set()  # a deep backlog: the next cycle starts at once
         await self._publish(plan, now)
         if now - self._saved_at >= self.save_every:
-            await self.accountant.save(self.store)
+            await self.accountant.save(self.store, self.applied_revision)
             self._saved_at = now
         removed, compacted = await self.upkeep.run(self.state)
         self.last_plan = plan

@@ -11,7 +11,7 @@ from structlog.testing import capture_logs
 from federation import keys
 from federation.config import FederationConfig
 from federation.jobs import JobRepository, expand
-from federation.models import JobManifest, QueueTreeConfig
+from federation.models import JobManifest, JobState, QueueTreeConfig
 from federation.scheduler.service import NotFollowing, SchedulerService
 from federation.store import MemoryStore, StoreError, WatchEvent
 from policies.clock import ManualClock
@@ -65,12 +65,18 @@ async def test_a_value_it_cannot_read_is_logged_and_skipped_and_the_watch_goes_o
     await service.close()
 
 
-async def test_a_dead_watch_drops_the_state_until_a_reload() -> None:
+async def flaky_leader() -> tuple[ManualClock, FlakyStore, SchedulerService, asyncio.Task[None]]:
+    """A leader over a store whose watch can be broken, and its watch task."""
     clock = ManualClock(1000.0)
     store = FlakyStore(clock=clock)
     service = await leading(store, clock)
     watch = service._watch
     assert watch is not None
+    return clock, store, service, watch
+
+
+async def test_a_dead_watch_drops_the_state_until_a_reload() -> None:
+    clock, store, service, watch = await flaky_leader()
     service.accountant.set_factor("alice", 3.0)  # in memory only: not saved yet
     store.broken = True
     job = await submit(store, clock, "while-the-watch-dies")
@@ -84,6 +90,24 @@ async def test_a_dead_watch_drops_the_state_until_a_reload() -> None:
     assert service.state is not None and job in service.state.entries
     assert service.accountant.usage().tenant_factor == {"alice": 3.0}  # the reload kept this leadership's accounting
     await asyncio.wait_for(service.sync(), GUARD)
+    await service.close()
+
+
+async def test_a_run_that_started_and_ended_while_the_watch_was_dead_is_counted_after_the_reload() -> None:
+    clock, store, service, watch = await flaky_leader()
+    store.broken = True
+    job = await submit(store, clock, "runs-unseen")
+    await asyncio.wait_for(watch, GUARD)
+    jobs = JobRepository(store)
+    await jobs.transition(await jobs.get(job), JobState.DISPATCHED, now=1000.0, cluster="c1", epoch=1)
+    await jobs.transition(await jobs.get(job), JobState.RUNNING, now=1010.0, start_time=1010.0)
+    await jobs.transition(await jobs.get(job), JobState.SUCCEEDED, now=1070.0, end_time=1070.0)
+    clock.set(1100.0)
+
+    store.broken = False
+    await service.follow()
+    assert not service.accountant.running()
+    assert service.accountant.snapshot().tenants["alice"].seconds == {"cpu": 60.0}  # 1 cpu, 1010 s to 1070 s
     await service.close()
 
 

@@ -103,3 +103,31 @@ async def test_a_job_ending_while_the_new_leader_catches_up_is_not_counted_as_ru
         assert standby.accountant.running() == set()
     finally:
         await standby.close()
+
+
+async def test_a_run_that_started_and_ended_after_the_last_save_is_counted_by_the_new_leader(
+    make_harness: HarnessFactory,
+) -> None:
+    h = await make_harness({}, QUEUES)
+    await h.join("c1", CPU4)
+    await h.tick()  # the leader saves its (empty) accounting
+    h.service.save_every = float("inf")  # and saves no more: what follows exists only in its memory
+    unsaved = await h.submit("t", cpu=2, runtime=100)
+    await h.tick()
+    await h.tick()
+    assert (await h.job(unsaved)).state is JobState.RUNNING
+    await h.tick(100)
+    await h.tick()
+    assert (await h.job(unsaved)).state is JobState.SUCCEEDED
+    standby = SchedulerService(h.store, h.config, h.clock, save_every=0)
+    try:
+        await standby.step()
+        await h.service.election.resign()
+        await standby.sync()
+        assert await standby.step() is not None and standby.leading
+        counted = standby.accountant.snapshot(h.clock.now()).tenants["t"]
+        seen = h.service.accountant.snapshot(h.clock.now()).tenants["t"]
+        assert counted.seconds == seen.seconds == {"cpu": 200.0}  # 2 cpus for 100 s, as the old leader saw
+        assert counted.rup == seen.rup
+    finally:
+        await standby.close()
