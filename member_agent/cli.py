@@ -17,7 +17,7 @@ from member_agent.backends import Backend, create_backend
 from member_agent.config import AgentConfig, load_agent_config
 from member_agent.credentials import Credential, load_credential, save_credential
 from member_agent.local_scheduler import LocalScheduler
-from policies.clock import SystemClock
+from policies.clock import Clock, SystemClock
 
 log = structlog.get_logger("fedq.agent")
 
@@ -59,8 +59,9 @@ def _config(args: argparse.Namespace) -> AgentConfig:
     return merged
 
 
-def run_agent(config: AgentConfig, credential: Credential, backend: Backend, stop: threading.Event) -> None:
-    clock = SystemClock()
+def run_agent(
+    config: AgentConfig, credential: Credential, backend: Backend, clock: Clock, stop: threading.Event
+) -> None:
     scheduler = LocalScheduler.from_file(clock, config.scheduler)
     with FedqClient(credential.server, credential.token) as client:
         agent = Agent(client, credential.cluster, backend, scheduler, clock, report_interval=config.report_interval)
@@ -69,10 +70,10 @@ def run_agent(config: AgentConfig, credential: Credential, backend: Backend, sto
 
 
 @contextmanager
-def _backend(config: AgentConfig) -> Iterator[Backend]:
+def _backend(config: AgentConfig, clock: Clock) -> Iterator[Backend]:
     """The configured backend, closed on the way out. Built before anything is sent to the federation,
     so bad backend settings (or a Ray or Kubernetes that cannot be reached) do not spend a join token."""
-    backend = create_backend(config.backend, dict(getattr(config, config.backend)), SystemClock())
+    backend = create_backend(config.backend, dict(getattr(config, config.backend)), clock)
     try:
         yield backend
     finally:
@@ -88,7 +89,8 @@ def _stop_on_signals() -> threading.Event:
 
 def cmd_join(args: argparse.Namespace) -> int:
     config = _config(args)
-    with _backend(config) as backend:
+    clock = SystemClock()  # the one clock of this agent: its backend's and its scheduler's
+    with _backend(config, clock) as backend:
         with FedqClient(config.server) as client:
             reply = client.request(
                 "POST",
@@ -100,7 +102,7 @@ def cmd_join(args: argparse.Namespace) -> int:
         save_credential(path, credential)
         log.info("joined", cluster=config.name, credential_file=str(path))
         if not args.no_run:
-            run_agent(config, credential, backend, _stop_on_signals())
+            run_agent(config, credential, backend, clock, _stop_on_signals())
     return 0
 
 
@@ -111,8 +113,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ValueError(
             f"{config.credential_path()} holds the credential of {credential.cluster!r}, not {config.name!r}"
         )
-    with _backend(config) as backend:
-        run_agent(config, credential, backend, _stop_on_signals())
+    clock = SystemClock()
+    with _backend(config, clock) as backend:
+        run_agent(config, credential, backend, clock, _stop_on_signals())
     return 0
 
 
