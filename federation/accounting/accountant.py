@@ -222,7 +222,8 @@ class Accountant:
         if queues is not None:
             doc = json.loads(queues.value)
             self._time = float(doc["t"])
-            self.saved_revision = doc.get("r")
+            if doc.get("r") is not None:  # absent from saves made before it was recorded
+                self.saved_revision = int(doc["r"])
             self._queues = {q: Meter.decode(m, self._queue_half_life(q)) for q, m in doc["q"].items()}
         runs = {kv.key: json.loads(kv.value) for kv in stored_runs}
         for kv in tenants:
