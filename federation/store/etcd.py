@@ -112,11 +112,14 @@ class EtcdStore:
 
     async def txn(self, compares: Sequence[Compare], success: Sequence[Op], failure: Sequence[Op] = ()) -> TxnResult:
         check_txn(compares, success, failure, self.max_txn_ops)
-        request = rpc.TxnRequest(
-            compare=[self._compare(compare) for compare in compares],
-            success=[self._request_op(op) for op in success],
-            failure=[self._request_op(op) for op in failure],
-        )
+        # Filled in place: a message built by keyword and then added is copied, 3-4x the cost per op.
+        request = rpc.TxnRequest()
+        for compare in compares:
+            self._compare(request.compare.add(), compare)
+        for ops, into in ((success, request.success), (failure, request.failure)):
+            add = into.add
+            for op in ops:
+                self._request_op(add(), op)
         kv = await self._kv_stub()
         with _mapped_errors():
             response = await kv.Txn(request, timeout=self._timeout)
@@ -290,8 +293,9 @@ class EtcdStore:
         prev = self._record(raw.prev_kv) if raw.HasField("prev_kv") else None
         return WatchEvent("delete", key, prev, int(raw.kv.mod_revision))
 
-    def _compare(self, compare: Compare) -> Any:
-        message = rpc.Compare(key=self._key(compare.key), result=_COMPARE_RESULTS[compare.op])
+    def _compare(self, message: Any, compare: Compare) -> None:
+        message.key = self._key(compare.key)
+        message.result = _COMPARE_RESULTS[compare.op]
         if compare.target == "value":
             message.target = rpc.Compare.VALUE
             message.value = compare.operand
@@ -301,19 +305,28 @@ class EtcdStore:
         else:
             message.target = rpc.Compare.MOD
             message.mod_revision = compare.operand
-        return message
 
-    def _request_op(self, op: Op) -> Any:
+    def _request_op(self, message: Any, op: Op) -> None:
         key = self._key(op.key)
         if op.kind == "put":
-            return rpc.RequestOp(request_put=rpc.PutRequest(key=key, value=op.value, lease=op.lease))
-        if op.kind == "get":
-            return rpc.RequestOp(request_range=rpc.RangeRequest(key=key))
-        if op.kind == "count":
-            return rpc.RequestOp(request_range=rpc.RangeRequest(key=key, range_end=_range_end(key), count_only=True))
-        if op.kind == "delete":
-            return rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=key))
-        return rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=key, range_end=_range_end(key)))
+            put = message.request_put
+            put.key = key
+            put.value = op.value
+            if op.lease:
+                put.lease = op.lease
+        elif op.kind == "get":
+            message.request_range.key = key
+        elif op.kind == "count":
+            count = message.request_range
+            count.key = key
+            count.range_end = _range_end(key)
+            count.count_only = True
+        elif op.kind == "delete":
+            message.request_delete_range.key = key
+        else:
+            prefix = message.request_delete_range
+            prefix.key = key
+            prefix.range_end = _range_end(key)
 
     def _txn_response(self, op: Op, raw: Any) -> TxnResponse:
         kind = raw.WhichOneof("response")
