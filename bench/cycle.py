@@ -39,6 +39,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from machine import speed_marker  # noqa: E402
+
 from federation.accounting import Accountant  # noqa: E402
 from federation.config import FederationConfig  # noqa: E402
 from federation.jobs import expand  # noqa: E402
@@ -286,6 +288,7 @@ def main() -> int:
     )
     parser.add_argument("--runs", type=int, default=7, help="cycles timed per world")
     args = parser.parse_args()
+    print(speed_marker(), flush=True)
 
     small_state, small_accountant, _ = build(args.small, 1, memory=False)
     small_cycle, _ = cycles(small_state, small_accountant, args.runs)

@@ -42,6 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from etcd_raw import raw_change_rate, raw_txn_put_rate  # noqa: E402
+from machine import speed_marker  # noqa: E402
 
 from federation import keys  # noqa: E402
 from federation.auth import Role, TokenStore  # noqa: E402
@@ -244,6 +245,7 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true", help="cProfile the dispatch phase, print the top items")
     args = parser.parse_args()
     configure_logging("warning")  # per-job info lines would be timed with the work
+    print(speed_marker(), flush=True)
     work = Path(tempfile.mkdtemp(prefix="fedq-bench-dispatch-"))
     raws, result, clusters = asyncio.run(run(args, work))
     raw_puts = max(r[0] for r in raws)

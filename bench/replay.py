@@ -30,6 +30,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from machine import speed_marker  # noqa: E402
+
 from federation.config import FederationConfig  # noqa: E402
 from federation.logs import configure_logging  # noqa: E402
 from federation.simulator.run import run_scenario, with_policy  # noqa: E402
@@ -92,6 +94,8 @@ def main() -> int:
     args = parser.parse_args()
     configure_logging("warning")
     console = Console(stderr=True)
+    if not args.json:
+        print(speed_marker(), flush=True)
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.only or list(REPLAYS):
