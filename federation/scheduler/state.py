@@ -83,6 +83,10 @@ class ClusterView:
     running: list[JobInfo] = field(default_factory=list)
     releases: Releases | None = None
 
+    def lost(self, now: float, after: float) -> bool:
+        """Never reported, or silent for longer than ``after``: nothing may be placed on it."""
+        return self.report_time is None or now - self.report_time > after
+
 
 class FederationState:
     def __init__(self) -> None:
@@ -286,7 +290,7 @@ class FederationState:
             return True
         room: Resources = {}
         for view in self.clusters.values():
-            if not (view.cordoned or view.report_time is None or now - view.report_time > lost_after):
+            if not (view.cordoned or view.lost(now, lost_after)):
                 room = res.maximum(room, self._room(view).idle)
         needs = self._needs
         for info in self.pending.jobs():
@@ -314,7 +318,7 @@ class FederationState:
         return due
 
     def lost_clusters(self, now: float, after: float) -> list[str]:
-        return [v.name for v in self.clusters.values() if v.report_time is None or now - v.report_time > after]
+        return [v.name for v in self.clusters.values() if v.lost(now, after)]
 
     # ---- the snapshot a cycle works on ---------------------------------------------------------
 
@@ -336,7 +340,7 @@ class FederationState:
             running += view.running
             releases[view.name] = view.releases
             node = self._room(view).clone()
-            node.unschedulable = view.cordoned or view.report_time is None or now - view.report_time > lost_after
+            node.unschedulable = view.cordoned or view.lost(now, lost_after)
             nodes.append(node)
         return Snapshot(
             nodes,
