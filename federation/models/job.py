@@ -11,9 +11,10 @@ import re
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from federation.models.resources import Resources
+from federation.models.stored import STORED, stored
 from policies import resources as res
 from policies.units import parse_duration
 
@@ -25,7 +26,9 @@ MAX_REPLICAS = 10_000
 MAX_COMMAND_BYTES = 16_384
 
 
-def _duration(value: Any) -> float:
+def _duration(value: Any, info: ValidationInfo) -> float:
+    if stored(info):
+        return float(value)
     seconds = parse_duration(value)
     if seconds <= 0:
         raise ValueError(f"duration must be positive (got {value!r})")
@@ -59,21 +62,27 @@ class TaskSpec(StrictModel):
 
     @field_validator("name")
     @classmethod
-    def _name(cls, value: str) -> str:
+    def _name(cls, value: str, info: ValidationInfo) -> str:
+        if stored(info):
+            return value
         if len(value) > 63 or not _DNS_LABEL.match(value):
             raise ValueError(f"invalid task name {value!r}: lower-case letters, digits and '-', at most 63")
         return value
 
     @field_validator("command")
     @classmethod
-    def _command(cls, value: list[str]) -> list[str]:
+    def _command(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        if stored(info):
+            return value
         if sum(len(part) for part in value) > MAX_COMMAND_BYTES:
             raise ValueError(f"command is longer than {MAX_COMMAND_BYTES} characters")
         return value
 
     @field_validator("env")
     @classmethod
-    def _env(cls, value: dict[str, str]) -> dict[str, str]:
+    def _env(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        if stored(info):
+            return value
         for key in value:
             if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
                 raise ValueError(f"invalid environment variable name {key!r}")
@@ -113,7 +122,9 @@ class JobSpecBody(StrictModel):
 
     @field_validator("queue")
     @classmethod
-    def _queue(cls, value: str) -> str:
+    def _queue(cls, value: str, info: ValidationInfo) -> str:
+        if stored(info):
+            return value
         if value.startswith("root."):
             value = value[len("root.") :]
         if not _QUEUE_PATH.match(value):
@@ -122,11 +133,15 @@ class JobSpecBody(StrictModel):
 
     @field_validator("cluster_selector")
     @classmethod
-    def _selector(cls, value: dict[str, str]) -> dict[str, str]:
+    def _selector(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        if stored(info):
+            return value
         return _check_labels(value, "clusterSelector")
 
     @model_validator(mode="after")
-    def _gang(self) -> JobSpecBody:
+    def _gang(self, info: ValidationInfo) -> JobSpecBody:
+        if stored(info):
+            return self
         names = [task.name for task in self.tasks]
         if len(set(names)) != len(names):
             raise ValueError("task names must be unique within a job")
@@ -230,7 +245,7 @@ class JobRecord(BaseModel):
 
     @classmethod
     def from_bytes(cls, data: bytes) -> JobRecord:
-        return cls.model_validate_json(data)
+        return cls.model_validate_json(data, context=STORED)
 
     def summary(self) -> dict[str, Any]:
         """The list view: what ``fedq jobs`` shows, without the spec or the history."""

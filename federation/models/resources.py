@@ -8,8 +8,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, ValidationInfo
 
+from federation.models.stored import stored
 from policies.units import parse_quantity
 
 _RESOURCE_NAME = re.compile(
@@ -41,4 +42,8 @@ def parse_resources(value: Any) -> dict[str, float]:
     return parsed
 
 
-Resources = Annotated[dict[str, float], BeforeValidator(parse_resources)]
+def _resources(value: Any, info: ValidationInfo) -> Any:
+    return value if stored(info) else parse_resources(value)
+
+
+Resources = Annotated[dict[str, float], BeforeValidator(_resources)]

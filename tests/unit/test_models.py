@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from federation.models import JobManifest, QueueTree, QueueTreeConfig
+from federation.jobs import expand
+from federation.models import JobManifest, JobRecord, QueueTree, QueueTreeConfig
 
 
 def job(**spec: Any) -> dict[str, Any]:
@@ -112,3 +114,44 @@ def test_queue_tree_paths_leaves_and_permissions() -> None:
 def test_bad_queue_trees_are_refused(queue: dict[str, Any], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         QueueTreeConfig.model_validate({"queues": [queue]})
+
+
+def stored_record() -> JobRecord:
+    manifest = JobManifest.model_validate(
+        job(
+            walltime="2h",
+            minAvailable=3,
+            clusterSelector={"region": "eu"},
+            tasks=[
+                {"name": "head", "resources": {"cpu": "500m", "memory": "1Gi"}, "env": {"MODE": "x"}},
+                {"name": "worker", "replicas": 3, "resources": {"nvidia.com/gpu": 1}, "command": ["run", "--fast"]},
+            ],
+        )
+    )
+    return expand(manifest, "alice", 100.0)[0]
+
+
+def test_a_stored_record_reads_back_as_written() -> None:
+    """Reading skips the checks the record passed when stored, and must still give the same record."""
+    record = stored_record()
+    assert JobRecord.from_bytes(record.to_bytes()) == record
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field"),
+    [
+        (("priority",), "high", "priority"),
+        (("spec", "tasks", 1, "replicas"), 0, "spec.tasks.1.replicas"),
+        (("spec", "tasks", 0, "resources", "cpu"), "lots", "spec.tasks.0.resources.cpu"),
+        (("spec", "walltime"), "soon", "spec.walltime"),
+    ],
+)
+def test_a_stored_record_is_still_type_checked(path: tuple[str | int, ...], value: Any, field: str) -> None:
+    doc = json.loads(stored_record().to_bytes())
+    target = doc
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = value
+    with pytest.raises(ValidationError) as info:
+        JobRecord.from_bytes(json.dumps(doc).encode())
+    assert field in [".".join(str(p) for p in err["loc"]) for err in info.value.errors()]
