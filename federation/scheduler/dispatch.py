@@ -29,14 +29,27 @@ class Committer:
         self.store = store
         self.state = state
         self.fence = fence
+        self._in_flight: dict[str, Change] = {}  # job id -> its change while the txn is out
 
     async def commit(self, changes: Sequence[Change]) -> list[Change]:
         """Write what can be written under the leader's fence; returns the changes that landed, each
         batch applied to the state as it lands (the watch then skips them)."""
+        for change in changes:
+            self._in_flight[change.record.id] = change
         try:
             return await commit_batched(self.store, changes, fence=self.fence(), on_landed=self._apply)
         except FenceFailed:
             raise Deposed("the leader key is no longer ours") from None
+        finally:
+            for change in changes:
+                if self._in_flight.get(change.record.id) is change:
+                    del self._in_flight[change.record.id]
+
+    def written(self, job_id: str, value: bytes) -> JobRecord | None:
+        """Our own change's record if ``value`` is exactly what it writes: the watch may deliver a commit
+        before its txn's reply arrives, and then need not parse it."""
+        change = self._in_flight.get(job_id)
+        return change.record if change is not None and change.raw == value else None
 
     def _apply(self, changes: list[Change], revision: int) -> None:
         for change in changes:

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import gc
 import json
-from collections import deque
+from collections import Counter, deque
 from time import perf_counter
 from typing import Any
 
@@ -197,10 +197,12 @@ class SchedulerService:
     def _apply_value(self, state: FederationState, kv: KeyValue) -> None:
         key = kv.key
         if key.startswith(keys.JOBS):
-            known = state.entries.get(key.removeprefix(keys.JOBS))
+            job_id = key.removeprefix(keys.JOBS)
+            known = state.entries.get(job_id)
             if known is not None and known.revision >= kv.mod_revision:
                 return  # our own commit, applied when it landed: no need to parse it again
-            record = JobRecord.from_bytes(kv.value)
+            ours = self.committer.written(job_id, kv.value) if self.committer is not None else None
+            record = ours if ours is not None else JobRecord.from_bytes(kv.value)
             state.upsert_job(record, kv.mod_revision, kv.value)
             if self.leading:
                 self._account(record)
@@ -390,10 +392,10 @@ class SchedulerService:
         metrics = self.metrics
         metrics.cycle_seconds.observe(seconds)
         metrics.plan_seconds.observe(plan.seconds)
-        for change in dispatched:
-            metrics.dispatched.labels(cluster=change.record.cluster).inc()
-        for change in evicted:
-            metrics.evicted.labels(cluster=change.record.cluster).inc()
+        for cluster, count in Counter(change.record.cluster for change in dispatched).items():
+            metrics.dispatched.labels(cluster=cluster).inc(count)
+        for cluster, count in Counter(change.record.cluster for change in evicted).items():
+            metrics.evicted.labels(cluster=cluster).inc(count)
         metrics.pending.set(len(self.state.pending))
         metrics.reservations.set(len(plan.reservations))
         metrics.unschedulable.set(len(plan.unschedulable))

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import pytest
 from structlog.testing import capture_logs
 
 from federation import keys
+from federation.auth import Role, TokenStore
+from federation.clusters import ClusterService
 from federation.config import FederationConfig
 from federation.jobs import JobRepository, expand
-from federation.models import JobManifest, JobState, QueueTreeConfig
+from federation.models import JobManifest, JobRecord, JobState, QueueTreeConfig
+from federation.models.cluster import ClusterReport, JoinRequest, NodeReport
 from federation.scheduler.service import NotFollowing, SchedulerService
-from federation.store import MemoryStore, StoreError, WatchEvent
+from federation.store import Compare, MemoryStore, Op, StoreError, TxnResult, WatchEvent
 from policies.clock import ManualClock
 
 GUARD = 10.0  # seconds before a hung wait fails the test instead of hanging it
@@ -138,3 +141,58 @@ async def test_closing_fails_a_waiting_sync_instead_of_leaving_it_hanging() -> N
     await service.close()
     with pytest.raises(NotFollowing):
         await asyncio.wait_for(waiting, GUARD)
+
+
+class EchoFirstStore(MemoryStore):
+    """A memory store whose guarded writes to job keys return only once ``follower`` has seen them on
+    its watch: the order in which etcd may deliver a leader's own commit."""
+
+    follower: SchedulerService | None = None
+    echoed = 0
+
+    async def txn(self, compares: Sequence[Compare], success: Sequence[Op], failure: Sequence[Op] = ()) -> TxnResult:
+        result = await super().txn(compares, success, failure)
+        if self.follower is not None and compares and any(op.key.startswith(keys.JOBS) for op in success):
+            await self.follower.sync()
+            self.echoed += 1
+        return result
+
+
+async def test_its_own_commit_arriving_on_the_watch_first_is_applied_without_parsing_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = ManualClock(1000.0)
+    store = EchoFirstStore(clock=clock)
+    service = await leading(store, clock)
+    tokens = TokenStore(store, "fedq_admin_echo")
+    clusters = ClusterService(store, JobRepository(store), tokens, clock)
+    await clusters.join(JoinRequest(token=await tokens.issue(Role.JOIN, "c1"), name="c1"))
+    node = NodeReport(name="n", allocatable={"cpu": 4.0}, free={"cpu": 4.0})
+    await clusters.report("c1", ClusterReport(nodes=[node]))
+    job = await submit(store, clock, "echoed")
+    await asyncio.wait_for(service.sync(), GUARD)
+    store.follower = service
+    assert service.state is not None
+    pending = service.state.entries[job].raw
+    parsed: list[bytes] = []
+    read = JobRecord.from_bytes
+
+    def counted(data: bytes) -> JobRecord:
+        parsed.append(data)
+        return read(data)
+
+    monkeypatch.setattr(JobRecord, "from_bytes", counted)
+    plan = await asyncio.wait_for(service.cycle(), GUARD)
+
+    assert plan.dispatches == [(job, "c1")]
+    assert store.echoed == 1  # the watch applied the dispatch before the txn's reply came back
+    assert parsed == [pending]  # read once, to build the dispatch; its echo is not read again
+    stored = await JobRepository(store).get(job)
+    entry = service.state.entries[job]
+    assert (entry.state, entry.cluster, entry.revision, entry.raw) == (
+        JobState.DISPATCHED,
+        "c1",
+        stored.revision,
+        stored.record.to_bytes(),
+    )
+    await service.close()
