@@ -247,6 +247,10 @@ class JobRecord(BaseModel):
     def from_bytes(cls, data: bytes) -> JobRecord:
         return cls.model_validate_json(data, context=STORED)
 
+    def last_change(self) -> float:
+        """When the record last changed state (its submit time if it never has)."""
+        return self.events[-1].time if self.events else self.submit_time
+
     def summary(self) -> dict[str, Any]:
         """The list view: what ``fedq jobs`` shows, without the spec or the history."""
         return {

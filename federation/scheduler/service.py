@@ -15,6 +15,7 @@ import contextlib
 import gc
 import json
 from collections import Counter, deque
+from collections.abc import Callable
 from time import perf_counter
 from typing import Any
 
@@ -81,6 +82,7 @@ class SchedulerService:
         self.save_every = config.accounting_save_every if save_every is None else save_every
         self._saved_at = float("-inf")
         self.leading = False  # took over as leader: the accountant holds this leadership's usage
+        self._counted_to = 0  # job changes up to this revision were counted from the store's history
         self._watch: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._evictions: deque[float] = deque()
@@ -99,14 +101,16 @@ class SchedulerService:
         """The store's state in memory, then a watch that keeps it up to date.
 
         A reload while leading (after the watch died) keeps the accounting in memory, which is newer
-        than the saved one; the loaded jobs' starts and ends bring it up to date.
+        than the saved one; the job changes it missed are counted from the store's history (or, if
+        that is compacted, from the loaded jobs' starts and ends).
         """
         state = FederationState()
         counted, applied = self.accountant.running(), self.applied_revision
         snapshot = await self.store.snapshot(keys.FOLLOWED_FROM, end=keys.FOLLOWED_TO)
+        replayed = self.leading and await self._replay_runs(applied, lambda: snapshot.revision)
         for kv in snapshot.kvs:
             self._apply_kv(state, kv)
-        if self.leading:
+        if self.leading and not replayed:
             await self._catch_up_runs(state, counted, applied)
         # The loaded state lives as long as the process follows the store: keep it out of the cyclic
         # collector's full passes, which would otherwise walk every pending job again and again.
@@ -204,7 +208,7 @@ class SchedulerService:
             ours = self.committer.written(job_id, kv.value) if self.committer is not None else None
             record = ours if ours is not None else JobRecord.from_bytes(kv.value)
             state.upsert_job(record, kv.mod_revision, kv.value)
-            if self.leading:
+            if self.leading and kv.mod_revision > self._counted_to:
                 self._account(record)
         elif key.startswith(keys.CLUSTERS):
             cluster = ClusterRecord.model_validate_json(kv.value)
@@ -222,21 +226,27 @@ class SchedulerService:
             resources = record.spec.total_resources()
             self.accountant.start(record.id, record.tenant, record.queue, record.cluster, resources, record.start_time)
         elif record.state.terminal or record.state.queued:
-            self.accountant.stop(record.id, record.end_time or self.clock.now())
+            self.accountant.stop(record.id, record.end_time if record.end_time is not None else record.last_change())
 
     async def _take_over(self) -> None:
         """Lead from the warm state: the accounting the last leader saved, brought up to the jobs.
 
-        The reads come first; the catch-up after them has no await, so no job change applied by the
+        The job changes after the save are counted in order from the store's history, as the last
+        leader counted them live; if that history is compacted, from the jobs' records instead. The
+        reads come first; the counting after them has no await, so no job change applied by the
         watch can fall between the saved accounting and counting live."""
         assert self.state is not None
         await self.sync()  # the state holds every write the last leader made before its lease ran out
         await self.accountant.load(self.store)
-        await self._catch_up_runs(self.state, self.accountant.running(), self.accountant.saved_revision)
-        for job_id, entry in self.state.entries.items():
-            if entry.state is JobState.RUNNING and entry.started_at is not None:
-                info = entry.info
-                self.accountant.start(job_id, info.tenant, info.queue, entry.cluster, held_by(info), entry.started_at)
+        if not await self._replay_runs(self.accountant.saved_revision, lambda: self.applied_revision):
+            await self._catch_up_runs(self.state, self.accountant.running(), self.accountant.saved_revision)
+            self._counted_to = self.applied_revision
+            for job_id, entry in self.state.entries.items():
+                if entry.state is JobState.RUNNING and entry.started_at is not None:
+                    info = entry.info
+                    self.accountant.start(
+                        job_id, info.tenant, info.queue, entry.cluster, held_by(info), entry.started_at
+                    )
         self.leading = True
         log.info("took over as leader", jobs=len(self.state.entries), pending=len(self.state.pending))
 
@@ -246,6 +256,44 @@ class SchedulerService:
             log.warning("no longer the leader; standing by")
         self.leading = False
         self.metrics.leader.set(0)
+
+    async def _replay_runs(self, after: int | None, target: Callable[[], int]) -> bool:
+        """Count the job changes after revision ``after`` as the leader counts them live, read in order
+        from the store's history until past ``target()`` (then the watch counts only later changes).
+
+        Everything is read before anything is counted, and nothing is awaited between the last check
+        against ``target()`` and the counting. False, with nothing counted, when there is no ``after``
+        or the history before it is compacted: the caller then falls back to the jobs' records."""
+        if after is None:
+            return False
+        upto, records = after, []
+        try:
+            while upto < target():
+                until = await self.store.put(keys.SYNC, self.election.identity.encode())
+                records += await self._job_history(upto, until)
+                upto = until
+        except CompactedError:
+            return False
+        for record in records:
+            self._account(record)
+        self._counted_to = upto
+        return True
+
+    async def _job_history(self, after: int, until: int) -> list[JobRecord]:
+        """The job records written after revision ``after`` up to ``until`` (a write in the followed range)."""
+        records = []
+        events = self.store.watch(keys.FOLLOWED_FROM, start_revision=after + 1, end=keys.FOLLOWED_TO, previous=False)
+        async with contextlib.aclosing(events):
+            async for event in events:
+                kv = event.kv
+                if event.type == "put" and kv is not None and kv.key.startswith(keys.JOBS):
+                    try:
+                        records.append(JobRecord.from_bytes(kv.value))
+                    except ValidationError as exc:
+                        log.error("skipping a stored value the scheduler cannot read", key=kv.key, error=str(exc))
+                if event.revision >= until:
+                    break
+        return records
 
     async def _catch_up_runs(self, state: FederationState, counted: set[str], after: int | None) -> None:
         """Bring an accounting that trails the jobs (a saved one, or one kept while the watch was dead)

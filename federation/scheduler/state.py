@@ -122,7 +122,7 @@ class FederationState:
             return
         if record.state.terminal:
             self.remove_job(record.id)
-            ended = record.end_time if record.end_time is not None else _last_change(record)
+            ended = record.end_time if record.end_time is not None else record.last_change()
             self.finished[record.id] = (ended, revision, record.state.value, record.queue)
             heapq.heappush(self._finished_by_end, (ended, record.id))
             return
@@ -396,10 +396,6 @@ class FederationState:
             entry.started_at,
         )
         return entry.running
-
-
-def _last_change(record: JobRecord) -> float:
-    return record.events[-1].time if record.events else record.submit_time
 
 
 def _shapes(nodes: list[NodeReport]) -> tuple[object, ...]:

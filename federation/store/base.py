@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Protocol
 
 from federation.store.types import Compare, KeyValue, Op, Snapshot, TxnResult, WatchEvent
@@ -47,7 +47,7 @@ class Store(Protocol):
 
     def watch(
         self, prefix: str, *, start_revision: int | None = None, end: str | None = None, previous: bool = True
-    ) -> AsyncIterator[WatchEvent]:
+    ) -> AsyncGenerator[WatchEvent, None]:
         """Changes to keys under ``prefix`` (with ``end``: keys from ``prefix`` up to, not including, ``end``).
 
         ``previous=False`` lets a store leave out a deleted key's last value (``WatchEvent.kv`` is then

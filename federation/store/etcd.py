@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -170,7 +170,7 @@ class EtcdStore:
 
     async def watch(
         self, prefix: str, *, start_revision: int | None = None, end: str | None = None, previous: bool = True
-    ) -> AsyncIterator[WatchEvent]:
+    ) -> AsyncGenerator[WatchEvent, None]:
         """Stream changes; after a lost connection, re-watch from the last revision seen + 1.
 
         etcd delivers all events of one revision in one response, and a reconnect happens only

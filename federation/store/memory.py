@@ -12,7 +12,7 @@ import asyncio
 import heapq
 import operator
 from bisect import bisect_left
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 
 from sortedcontainers import SortedList
@@ -132,7 +132,7 @@ class MemoryStore:
 
     async def watch(
         self, prefix: str, *, start_revision: int | None = None, end: str | None = None, previous: bool = True
-    ) -> AsyncIterator[WatchEvent]:
+    ) -> AsyncGenerator[WatchEvent, None]:
         self._begin()
         if start_revision is None:
             start_revision = self._revision + 1

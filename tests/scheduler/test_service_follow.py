@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 
 import pytest
 from structlog.testing import capture_logs
@@ -29,7 +29,7 @@ class FlakyStore(MemoryStore):
 
     async def watch(
         self, prefix: str, *, start_revision: int | None = None, end: str | None = None, previous: bool = True
-    ) -> AsyncIterator[WatchEvent]:
+    ) -> AsyncGenerator[WatchEvent, None]:
         async for event in super().watch(prefix, start_revision=start_revision, end=end, previous=previous):
             if self.broken:
                 raise StoreError("connection to the store lost")
@@ -111,6 +111,24 @@ async def test_a_run_that_started_and_ended_while_the_watch_was_dead_is_counted_
     await service.follow()
     assert not service.accountant.running()
     assert service.accountant.snapshot().tenants["alice"].seconds == {"cpu": 60.0}  # 1 cpu, 1010 s to 1070 s
+    await service.close()
+
+
+async def test_a_run_that_went_back_to_the_queue_while_the_watch_was_dead_is_counted_after_the_reload() -> None:
+    clock, store, service, watch = await flaky_leader()
+    store.broken = True
+    job = await submit(store, clock, "requeued-unseen")
+    await asyncio.wait_for(watch, GUARD)
+    jobs = JobRepository(store)
+    await jobs.transition(await jobs.get(job), JobState.DISPATCHED, now=1000.0, cluster="c1", epoch=1)
+    await jobs.transition(await jobs.get(job), JobState.RUNNING, now=1010.0, start_time=1010.0)
+    await jobs.transition(await jobs.get(job), JobState.PENDING, now=1040.0, cluster="", attempt=1, start_time=None)
+    clock.set(1100.0)
+
+    store.broken = False
+    await service.follow()
+    assert not service.accountant.running()
+    assert service.accountant.snapshot().tenants["alice"].seconds == {"cpu": 30.0}  # 1 cpu, 1010 s to 1040 s
     await service.close()
 
 

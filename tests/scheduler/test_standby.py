@@ -75,9 +75,10 @@ async def end(h: Harness, job_id: str) -> None:
     await jobs.transition(await jobs.get(job_id), JobState.SUCCEEDED, now=h.clock.now(), end_time=h.clock.now())
 
 
-async def test_a_job_ending_while_the_new_leader_catches_up_is_not_counted_as_running(
+async def test_with_the_history_compacted_a_job_ending_while_the_new_leader_reads_records_is_not_left_running(
     make_harness: HarnessFactory,
 ) -> None:
+    """The fallback when the store's history since the save is gone: the jobs' records are read."""
     h = await make_harness({}, QUEUES)
     await h.join("c1", CPU4)
     ended_unsaved = await h.submit("t", cpu=1, runtime=1000)
@@ -96,6 +97,7 @@ async def test_a_job_ending_while_the_new_leader_catches_up_is_not_counted_as_ru
     try:
         await standby.step()
         await end(h, ended_unsaved)  # after the last save: the saved accounting still counts it
+        await h.store.compact(await h.store.revision())  # no history to replay: records are read instead
         await h.service.election.resign()
         await standby.sync()
         assert await standby.step() is not None and standby.leading
@@ -129,5 +131,45 @@ async def test_a_run_that_started_and_ended_after_the_last_save_is_counted_by_th
         seen = h.service.accountant.snapshot(h.clock.now()).tenants["t"]
         assert counted.seconds == seen.seconds == {"cpu": 200.0}  # 2 cpus for 100 s, as the old leader saw
         assert counted.rup == seen.rup
+    finally:
+        await standby.close()
+
+
+async def test_a_run_that_started_after_the_last_save_and_went_back_to_the_queue_is_counted_by_the_new_leader(
+    make_harness: HarnessFactory,
+) -> None:
+    """The job's record no longer shows that run: the new leader counts it from the store's history."""
+    h = await make_harness({}, QUEUES)
+    await h.join("c1", CPU4)
+    await h.tick()  # the leader saves its (empty) accounting
+    h.service.save_every = float("inf")  # and saves no more: what follows exists only in its memory
+    requeued = await h.submit("t", cpu=2, runtime=1000)
+    await h.tick()
+    await h.tick()
+    assert (await h.job(requeued)).state is JobState.RUNNING
+    h.clock.advance(60)
+    jobs = JobRepository(h.store)
+    stored = await jobs.get(requeued)
+    await jobs.transition(
+        stored,
+        JobState.PENDING,
+        now=h.clock.now(),
+        reason="requeued by its cluster",
+        cluster="",
+        attempt=stored.record.attempt + 1,
+        start_time=None,
+    )
+    await h.service.sync()
+    standby = SchedulerService(h.store, h.config, h.clock, save_every=0)
+    try:
+        await standby.step()
+        await h.service.election.resign()
+        await standby.sync()
+        assert await standby.step() is not None and standby.leading
+        counted = standby.accountant.snapshot(h.clock.now()).tenants["t"]
+        seen = h.service.accountant.snapshot(h.clock.now()).tenants["t"]
+        assert counted.seconds == seen.seconds == {"cpu": 120.0}  # 2 cpus for 60 s, as the old leader saw
+        assert counted.rup == seen.rup
+        assert standby.accountant.running() == set()
     finally:
         await standby.close()
