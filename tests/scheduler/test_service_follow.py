@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Sequence
+from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
@@ -96,7 +97,9 @@ async def test_a_dead_watch_drops_the_state_until_a_reload() -> None:
     await service.close()
 
 
-async def test_a_run_that_started_and_ended_while_the_watch_was_dead_is_counted_after_the_reload() -> None:
+async def reloaded_after_an_unseen_run(last: JobState, **fields: Any) -> SchedulerService:
+    """A leader whose watch dies while a job is dispatched, runs from 1010 s and moves to ``last`` at
+    1040 s (``fields`` are set then); the watch comes back and the state is reloaded at 1100 s."""
     clock, store, service, watch = await flaky_leader()
     store.broken = True
     job = await submit(store, clock, "runs-unseen")
@@ -104,31 +107,24 @@ async def test_a_run_that_started_and_ended_while_the_watch_was_dead_is_counted_
     jobs = JobRepository(store)
     await jobs.transition(await jobs.get(job), JobState.DISPATCHED, now=1000.0, cluster="c1", epoch=1)
     await jobs.transition(await jobs.get(job), JobState.RUNNING, now=1010.0, start_time=1010.0)
-    await jobs.transition(await jobs.get(job), JobState.SUCCEEDED, now=1070.0, end_time=1070.0)
+    await jobs.transition(await jobs.get(job), last, now=1040.0, **fields)
     clock.set(1100.0)
-
     store.broken = False
     await service.follow()
+    return service
+
+
+async def test_a_run_that_started_and_ended_while_the_watch_was_dead_is_counted_after_the_reload() -> None:
+    service = await reloaded_after_an_unseen_run(JobState.SUCCEEDED, end_time=1040.0)
     assert not service.accountant.running()
-    assert service.accountant.snapshot().tenants["alice"].seconds == {"cpu": 60.0}  # 1 cpu, 1010 s to 1070 s
+    assert service.accountant.snapshot().tenants["alice"].seconds == {"cpu": 30.0}  # 1 cpu, 1010 s to 1040 s
     await service.close()
 
 
 async def test_a_run_that_went_back_to_the_queue_while_the_watch_was_dead_is_counted_after_the_reload() -> None:
-    clock, store, service, watch = await flaky_leader()
-    store.broken = True
-    job = await submit(store, clock, "requeued-unseen")
-    await asyncio.wait_for(watch, GUARD)
-    jobs = JobRepository(store)
-    await jobs.transition(await jobs.get(job), JobState.DISPATCHED, now=1000.0, cluster="c1", epoch=1)
-    await jobs.transition(await jobs.get(job), JobState.RUNNING, now=1010.0, start_time=1010.0)
-    await jobs.transition(await jobs.get(job), JobState.PENDING, now=1040.0, cluster="", attempt=1, start_time=None)
-    clock.set(1100.0)
-
-    store.broken = False
-    await service.follow()
+    service = await reloaded_after_an_unseen_run(JobState.PENDING, cluster="", attempt=1, start_time=None)
     assert not service.accountant.running()
-    assert service.accountant.snapshot().tenants["alice"].seconds == {"cpu": 30.0}  # 1 cpu, 1010 s to 1040 s
+    assert service.accountant.snapshot().tenants["alice"].seconds == {"cpu": 30.0}  # until its requeue
     await service.close()
 
 

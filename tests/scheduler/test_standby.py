@@ -107,20 +107,19 @@ async def test_with_the_history_compacted_a_job_ending_while_the_new_leader_read
         await standby.close()
 
 
-async def test_a_run_that_started_and_ended_after_the_last_save_is_counted_by_the_new_leader(
-    make_harness: HarnessFactory,
-) -> None:
-    h = await make_harness({}, QUEUES)
+async def running_after_the_last_save(h: Harness) -> str:
+    """A 2-cpu job that starts after the leader's last save (it saves no more after its first cycle)."""
     await h.join("c1", CPU4)
     await h.tick()  # the leader saves its (empty) accounting
     h.service.save_every = float("inf")  # and saves no more: what follows exists only in its memory
-    unsaved = await h.submit("t", cpu=2, runtime=100)
+    job = await h.submit("t", cpu=2, runtime=100)
     await h.tick()
     await h.tick()
-    assert (await h.job(unsaved)).state is JobState.RUNNING
-    await h.tick(100)
-    await h.tick()
-    assert (await h.job(unsaved)).state is JobState.SUCCEEDED
+    assert (await h.job(job)).state is JobState.RUNNING
+    return job
+
+
+async def assert_the_new_leader_counts_as_the_old(h: Harness, cpu_seconds: float) -> None:
     standby = SchedulerService(h.store, h.config, h.clock, save_every=0)
     try:
         await standby.step()
@@ -129,10 +128,22 @@ async def test_a_run_that_started_and_ended_after_the_last_save_is_counted_by_th
         assert await standby.step() is not None and standby.leading
         counted = standby.accountant.snapshot(h.clock.now()).tenants["t"]
         seen = h.service.accountant.snapshot(h.clock.now()).tenants["t"]
-        assert counted.seconds == seen.seconds == {"cpu": 200.0}  # 2 cpus for 100 s, as the old leader saw
+        assert counted.seconds == seen.seconds == {"cpu": cpu_seconds}
         assert counted.rup == seen.rup
+        assert standby.accountant.running() == set()
     finally:
         await standby.close()
+
+
+async def test_a_run_that_started_and_ended_after_the_last_save_is_counted_by_the_new_leader(
+    make_harness: HarnessFactory,
+) -> None:
+    h = await make_harness({}, QUEUES)
+    unsaved = await running_after_the_last_save(h)
+    await h.tick(100)
+    await h.tick()
+    assert (await h.job(unsaved)).state is JobState.SUCCEEDED
+    await assert_the_new_leader_counts_as_the_old(h, 200.0)  # 2 cpus for 100 s
 
 
 async def test_a_run_that_started_after_the_last_save_and_went_back_to_the_queue_is_counted_by_the_new_leader(
@@ -140,13 +151,7 @@ async def test_a_run_that_started_after_the_last_save_and_went_back_to_the_queue
 ) -> None:
     """The job's record no longer shows that run: the new leader counts it from the store's history."""
     h = await make_harness({}, QUEUES)
-    await h.join("c1", CPU4)
-    await h.tick()  # the leader saves its (empty) accounting
-    h.service.save_every = float("inf")  # and saves no more: what follows exists only in its memory
-    requeued = await h.submit("t", cpu=2, runtime=1000)
-    await h.tick()
-    await h.tick()
-    assert (await h.job(requeued)).state is JobState.RUNNING
+    requeued = await running_after_the_last_save(h)
     h.clock.advance(60)
     jobs = JobRepository(h.store)
     stored = await jobs.get(requeued)
@@ -160,16 +165,4 @@ async def test_a_run_that_started_after_the_last_save_and_went_back_to_the_queue
         start_time=None,
     )
     await h.service.sync()
-    standby = SchedulerService(h.store, h.config, h.clock, save_every=0)
-    try:
-        await standby.step()
-        await h.service.election.resign()
-        await standby.sync()
-        assert await standby.step() is not None and standby.leading
-        counted = standby.accountant.snapshot(h.clock.now()).tenants["t"]
-        seen = h.service.accountant.snapshot(h.clock.now()).tenants["t"]
-        assert counted.seconds == seen.seconds == {"cpu": 120.0}  # 2 cpus for 60 s, as the old leader saw
-        assert counted.rup == seen.rup
-        assert standby.accountant.running() == set()
-    finally:
-        await standby.close()
+    await assert_the_new_leader_counts_as_the_old(h, 120.0)  # 2 cpus for 60 s
