@@ -247,8 +247,11 @@ class JobRecord(BaseModel):
     def from_bytes(cls, data: bytes) -> JobRecord:
         return cls.model_validate_json(data, context=STORED)
 
-    def last_change(self) -> float:
-        """When the record last changed state (its submit time if it never has)."""
+    def released_at(self) -> float:
+        """When the job last let go of what it held: its end, or for a job with none (back in the
+        queue) the time of its last change of state."""
+        if self.end_time is not None:
+            return self.end_time
         return self.events[-1].time if self.events else self.submit_time
 
     def summary(self) -> dict[str, Any]:

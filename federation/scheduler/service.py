@@ -226,7 +226,7 @@ class SchedulerService:
             resources = record.spec.total_resources()
             self.accountant.start(record.id, record.tenant, record.queue, record.cluster, resources, record.start_time)
         elif record.state.terminal or record.state.queued:
-            self.accountant.stop(record.id, record.end_time if record.end_time is not None else record.last_change())
+            self.accountant.stop(record.id, record.released_at())
 
     async def _take_over(self) -> None:
         """Lead from the warm state: the accounting the last leader saved, brought up to the jobs.

@@ -122,7 +122,7 @@ class FederationState:
             return
         if record.state.terminal:
             self.remove_job(record.id)
-            ended = record.end_time if record.end_time is not None else record.last_change()
+            ended = record.released_at()
             self.finished[record.id] = (ended, revision, record.state.value, record.queue)
             heapq.heappush(self._finished_by_end, (ended, record.id))
             return
