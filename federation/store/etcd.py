@@ -123,14 +123,16 @@ class EtcdStore:
         kv = await self._kv_stub()
         with _mapped_errors():
             response = await kv.Txn(request, timeout=self._timeout)
-        return TxnResult(
-            bool(response.succeeded),
-            int(response.header.revision),
-            [
-                self._txn_response(op, raw)
-                for op, raw in zip(success if response.succeeded else failure, response.responses, strict=True)
-            ],
-        )
+        ops = success if response.succeeded else failure
+        raws = response.responses
+        if len(raws) != len(ops):
+            raise StoreError(f"etcd answered {len(raws)} responses for {len(ops)} txn ops")
+        # A put answers nothing (None): most ops of a dispatch are puts, so only the others are read.
+        responses: list[TxnResponse] = [None] * len(ops)
+        for i, op in enumerate(ops):
+            if op.kind != "put":
+                responses[i] = self._txn_response(op, raws[i])
+        return TxnResult(bool(response.succeeded), int(response.header.revision), responses)
 
     async def revision(self) -> int:
         kv = await self._kv_stub()
