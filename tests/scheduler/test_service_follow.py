@@ -97,9 +97,10 @@ async def test_a_dead_watch_drops_the_state_until_a_reload() -> None:
     await service.close()
 
 
-async def reloaded_after_an_unseen_run(last: JobState, **fields: Any) -> SchedulerService:
+async def reloaded_after_an_unseen_run(last: JobState, compacted: bool = False, **fields: Any) -> SchedulerService:
     """A leader whose watch dies while a job is dispatched, runs from 1010 s and moves to ``last`` at
-    1040 s (``fields`` are set then); the watch comes back and the state is reloaded at 1100 s."""
+    1040 s (``fields`` are set then); the watch comes back and the state is reloaded at 1100 s, with
+    the store's history of all that compacted away if ``compacted``."""
     clock, store, service, watch = await flaky_leader()
     store.broken = True
     job = await submit(store, clock, "runs-unseen")
@@ -109,6 +110,8 @@ async def reloaded_after_an_unseen_run(last: JobState, **fields: Any) -> Schedul
     await jobs.transition(await jobs.get(job), JobState.RUNNING, now=1010.0, start_time=1010.0)
     await jobs.transition(await jobs.get(job), last, now=1040.0, **fields)
     clock.set(1100.0)
+    if compacted:
+        await store.compact(await store.revision())
     store.broken = False
     await service.follow()
     return service
@@ -118,6 +121,15 @@ async def test_a_run_that_started_and_ended_while_the_watch_was_dead_is_counted_
     service = await reloaded_after_an_unseen_run(JobState.SUCCEEDED, end_time=1040.0)
     assert not service.accountant.running()
     assert service.accountant.snapshot().tenants["alice"].seconds == {"cpu": 30.0}  # 1 cpu, 1010 s to 1040 s
+    await service.close()
+
+
+async def test_with_the_history_compacted_a_run_that_ended_while_the_watch_was_dead_is_counted_from_its_record() -> (
+    None
+):
+    service = await reloaded_after_an_unseen_run(JobState.SUCCEEDED, compacted=True, end_time=1040.0)
+    assert not service.accountant.running()
+    assert service.accountant.snapshot().tenants["alice"].seconds == {"cpu": 30.0}
     await service.close()
 
 
