@@ -234,7 +234,7 @@ class NodeInfo:
         src.count -= 1
         left = res.sub(src.idle, req)
         for j, shape in enumerate(self.shapes):
-            if shape.allocatable == src.allocatable and shape.idle == left:
+            if shape.idle == left and shape.allocatable == src.allocatable:
                 shape.count += 1
                 return best, j
         self.shapes.append(NodeShape(src.allocatable, left, 1))

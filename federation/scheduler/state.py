@@ -99,13 +99,15 @@ class FederationState:
         self.shapes_version = 0  # moves when a cluster's labels or node shapes change
         # What the jobs on clusters hold per (queue, tenant), kept as they come and go so a cycle need
         # not sum every running job; with the count of jobs behind each total, and the JobInfo each job
-        # was counted by (its total is worked out again when it leaves).
+        # was counted by.
         self.held: dict[tuple[str, str], Resources] = {}
         self._holders: dict[tuple[str, str], int] = {}
         self._holding: dict[str, JobInfo] = {}
         self._never_fits: dict[str, tuple[int, str | None]] = {}
         self._preemptible_held = 0  # preemptible jobs on clusters: what reclaim could take back
-        self._needs: dict[str, tuple[JobInfo, Resources]] = {}  # a pending job's whole request, for may_act
+        # A job's whole request (every task), summed once per JobInfo: what it holds on a cluster and,
+        # for may_act, what it needs there. Filled only as those ask.
+        self._totals: dict[str, tuple[JobInfo, Resources]] = {}
         # Finished jobs still in the store (id -> ended, revision, state, queue), for the leader to
         # delete once past their retention, and a heap by end time over them. A job leaves the map when
         # its key is deleted; the heap drops such stale entries lazily, and is rebuilt when they are
@@ -171,10 +173,10 @@ class FederationState:
             return
         self.marked.discard(job_id)
         self._never_fits.pop(job_id, None)
-        self._needs.pop(job_id, None)
         self.pending.remove(job_id)
         if entry.cluster:
             self._leave_cluster(job_id, entry.cluster)
+        self._totals.pop(job_id, None)
 
     def _leave_cluster(self, job_id: str, cluster: str) -> None:
         view = self.clusters.get(cluster)
@@ -207,7 +209,7 @@ class FederationState:
         before = self._holding.pop(job_id, None)
         if before is not None:
             lane = (before.queue, before.tenant)
-            res.iadd(self.held[lane], held_by(before), -1.0)
+            res.iadd(self.held[lane], self._total(before), -1.0)
             self._holders[lane] -= 1
             if not self._holders[lane]:
                 del self.held[lane], self._holders[lane]
@@ -216,7 +218,7 @@ class FederationState:
             lane = (info.queue, info.tenant)
             self._preemptible_held += info.preemptible
             self._holding[job_id] = info
-            res.iadd(self.held.setdefault(lane, {}), held_by(info))
+            res.iadd(self.held.setdefault(lane, {}), self._total(info))
             self._holders[lane] = self._holders.get(lane, 0) + 1
 
     def set_report(self, name: str, time: float, report: ClusterReport) -> None:
@@ -292,14 +294,16 @@ class FederationState:
         for view in self.clusters.values():
             if not (view.cordoned or view.lost(now, lost_after)):
                 room = res.maximum(room, self._room(view).idle)
-        needs = self._needs
         for info in self.pending.jobs():
-            known = needs.get(info.id)
-            if known is None or known[0] is not info:
-                known = needs[info.id] = (info, held_by(info))
-            if res.fits(known[1], room) or self.never_fits(info) is not None:
+            if res.fits(self._total(info), room) or self.never_fits(info) is not None:
                 return True
         return False
+
+    def _total(self, info: JobInfo) -> Resources:
+        known = self._totals.get(info.id)
+        if known is None or known[0] is not info:
+            known = self._totals[info.id] = (info, held_by(info))
+        return known[1]
 
     def running_ids(self) -> set[str]:
         """The jobs whose records say they run on a cluster now."""
