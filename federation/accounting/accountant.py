@@ -122,6 +122,11 @@ class Accountant:
         """Ids of the jobs the accountant counts as holding resources (to reconcile after a load)."""
         return set(self._runs)
 
+    def started(self, job_id: str) -> float | None:
+        """When the run counted for ``job_id`` started (None: none is counted), to tell it from a later run."""
+        run = self._runs.get(job_id)
+        return None if run is None else run.started
+
     # reads
 
     def usage(self, now: float | None = None) -> Usage:

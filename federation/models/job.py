@@ -254,6 +254,22 @@ class JobRecord(BaseModel):
             return self.end_time
         return self.events[-1].time if self.events else self.submit_time
 
+    def left_at(self, started: float) -> float | None:
+        """When the run that started at ``started`` let go of its cluster, from the history: the first
+        move back to the queue or to an end after that run's Running event (the one nearest ``started``:
+        the event has the server's time, the start the agent's). Its end time for an end; None when
+        that run has not ended, or the history shows no run."""
+        runs = [i for i, event in enumerate(self.events) if event.target is JobState.RUNNING]
+        if not runs:
+            return None
+        at = min(runs, key=lambda i: abs(self.events[i].time - started))
+        for event in self.events[at + 1 :]:
+            if event.target.terminal:
+                return self.end_time if self.end_time is not None else event.time
+            if event.target.queued:
+                return event.time
+        return None
+
     def summary(self) -> dict[str, Any]:
         """The list view: what ``fedq jobs`` shows, without the spec or the history."""
         return {

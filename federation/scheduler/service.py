@@ -241,12 +241,6 @@ class SchedulerService:
         if not await self._replay_runs(self.accountant.saved_revision, lambda: self.applied_revision):
             await self._catch_up_runs(self.state, self.accountant.running(), self.accountant.saved_revision)
             self._counted_to = self.applied_revision
-            for job_id, entry in self.state.entries.items():
-                if entry.state is JobState.RUNNING and entry.started_at is not None:
-                    info = entry.info
-                    self.accountant.start(
-                        job_id, info.tenant, info.queue, entry.cluster, held_by(info), entry.started_at
-                    )
         self.leading = True
         log.info("took over as leader", jobs=len(self.state.entries), pending=len(self.state.pending))
 
@@ -298,17 +292,19 @@ class SchedulerService:
     async def _catch_up_runs(self, state: FederationState, counted: set[str], after: int | None) -> None:
         """Bring an accounting that trails the jobs (a saved one, or one kept while the watch was dead)
         up to them: ``counted`` are the runs it held, ``after`` the store revision of the job changes it
-        had seen. A run it holds that has ended since stops at its recorded end (now, for a job no
-        longer in the store); a run that ended after ``after`` and that it never held (it started
-        later, or its start had not been seen) is counted whole, backdated. The records are read first
-        (again for ends that arrive meanwhile); the counting after the reads has no await."""
+        had seen. A run it holds that has ended since (its job is not running, or runs again from
+        another start) stops when it left its cluster by the job's history (now, for a job no longer
+        in the store); a run that ended after ``after`` and that it never held (it started later, or
+        its start had not been seen) is counted whole, backdated; a job running now is counted from its
+        start. The records are read first (again for ends that arrive meanwhile); the counting after
+        the reads has no await."""
         records: dict[str, JobRecord | None] = {}
-        while wanted := sorted(self._ended_since(state, counted, after) - records.keys()):
+        while wanted := sorted(self._ended_since(state, after) - records.keys()):
             for job_id, kv in zip(wanted, await get_many(self.store, [keys.job(j) for j in wanted]), strict=True):
                 records[job_id] = JobRecord.from_bytes(kv.value) if kv is not None else None
-        for job_id in self.accountant.running() - state.running_ids():
-            record = records.get(job_id)
-            end = record.end_time if record is not None else None
+        for job_id in self._ended_runs(state):
+            record, started = records.get(job_id), self.accountant.started(job_id)
+            end = record.left_at(started) if record is not None and started is not None else None
             self.accountant.stop(job_id, end if end is not None else self.clock.now())
         for job_id, record in records.items():
             if job_id in counted or record is None or record.start_time is None or record.end_time is None:
@@ -316,12 +312,26 @@ class SchedulerService:
             resources = record.spec.total_resources()
             self.accountant.start(job_id, record.tenant, record.queue, record.cluster, resources, record.start_time)
             self.accountant.stop(job_id, record.end_time)
+        for job_id, entry in state.entries.items():
+            if entry.state is JobState.RUNNING and entry.started_at is not None:
+                info = entry.info
+                self.accountant.start(job_id, info.tenant, info.queue, entry.cluster, held_by(info), entry.started_at)
 
-    @staticmethod
-    def _ended_since(state: FederationState, counted: set[str], after: int | None) -> set[str]:
-        """Jobs whose end the accounting has not seen: its runs no longer running, and jobs that
-        finished in a change after revision ``after``."""
-        ended = counted - state.running_ids()
+    def _ended_runs(self, state: FederationState) -> set[str]:
+        """The runs the accounting holds whose job no longer runs from that run's start."""
+        ended = set()
+        for job_id in self.accountant.running():
+            entry = state.entries.get(job_id)
+            if entry is None or entry.state is not JobState.RUNNING:
+                ended.add(job_id)
+            elif entry.started_at != self.accountant.started(job_id):
+                ended.add(job_id)  # requeued and running again: the run held is over
+        return ended
+
+    def _ended_since(self, state: FederationState, after: int | None) -> set[str]:
+        """Jobs whose end the accounting has not seen: its runs that ended, and jobs that finished in
+        a change after revision ``after``."""
+        ended = self._ended_runs(state)
         if after is not None:
             ended |= {job_id for job_id, (_, revision, _, _) in state.finished.items() if revision > after}
         return ended

@@ -140,6 +140,33 @@ async def test_a_run_that_went_back_to_the_queue_while_the_watch_was_dead_is_cou
     await service.close()
 
 
+async def test_with_the_history_compacted_a_run_that_restarted_while_the_watch_was_dead_is_counted_as_two_runs() -> (
+    None
+):
+    """The leader counted a run from 1010 s; while its watch is dead the job goes back to the queue at
+    1040 s and runs again from 1060 s. The reload stops the counted run at the requeue and counts the
+    new one from its start, not the gap between them."""
+    clock, store, service, watch = await flaky_leader()
+    job = await submit(store, clock, "restarts-unseen")
+    jobs = JobRepository(store)
+    await jobs.transition(await jobs.get(job), JobState.DISPATCHED, now=1000.0, cluster="c1", epoch=1)
+    await jobs.transition(await jobs.get(job), JobState.RUNNING, now=1010.0, start_time=1010.0)
+    await asyncio.wait_for(service.sync(), GUARD)
+    assert service.accountant.running() == {job}
+    store.broken = True
+    await jobs.transition(await jobs.get(job), JobState.PENDING, now=1040.0, cluster="", attempt=1, start_time=None)
+    await asyncio.wait_for(watch, GUARD)
+    await jobs.transition(await jobs.get(job), JobState.DISPATCHED, now=1050.0, cluster="c1", epoch=2)
+    await jobs.transition(await jobs.get(job), JobState.RUNNING, now=1060.0, start_time=1060.0)
+    clock.set(1100.0)
+    await store.compact(await store.revision())
+    store.broken = False
+    await service.follow()
+    assert service.accountant.running() == {job}
+    assert service.accountant.snapshot().tenants["alice"].seconds == {"cpu": 70.0}  # 1010-1040 s and 1060-1100 s
+    await service.close()
+
+
 async def sync_across_a_dead_watch() -> tuple[FlakyStore, SchedulerService, asyncio.Future[None]]:
     """A leader whose watch dies on the put of the sync it is waiting for."""
     clock = ManualClock(1000.0)

@@ -119,10 +119,16 @@ async def running_after_the_last_save(h: Harness) -> str:
     return job
 
 
-async def assert_the_new_leader_counts_as_the_old(h: Harness, cpu_seconds: float) -> None:
+async def assert_the_new_leader_counts_as_the_old(
+    h: Harness, cpu_seconds: float, running: set[str] | None = None, compacted: bool = False
+) -> None:
+    """A stand-by takes over (with the store's history gone if ``compacted``: it reads the jobs'
+    records instead) and counts what the old leader counted live."""
     standby = SchedulerService(h.store, h.config, h.clock, save_every=0)
     try:
         await standby.step()
+        if compacted:
+            await h.store.compact(await h.store.revision())
         await h.service.election.resign()
         await standby.sync()
         assert await standby.step() is not None and standby.leading
@@ -130,9 +136,24 @@ async def assert_the_new_leader_counts_as_the_old(h: Harness, cpu_seconds: float
         seen = h.service.accountant.snapshot(h.clock.now()).tenants["t"]
         assert counted.seconds == seen.seconds == {"cpu": cpu_seconds}
         assert counted.rup == seen.rup
-        assert standby.accountant.running() == set()
+        assert standby.accountant.running() == (running or set())
     finally:
         await standby.close()
+
+
+async def requeue(h: Harness, job_id: str) -> None:
+    """The job's cluster hands it back to the queue now, as its agent's report would write it."""
+    jobs = JobRepository(h.store)
+    stored = await jobs.get(job_id)
+    await jobs.transition(
+        stored,
+        JobState.PENDING,
+        now=h.clock.now(),
+        reason="requeued by its cluster",
+        cluster="",
+        attempt=stored.record.attempt + 1,
+        start_time=None,
+    )
 
 
 async def test_a_run_that_started_and_ended_after_the_last_save_is_counted_by_the_new_leader(
@@ -153,16 +174,51 @@ async def test_a_run_that_started_after_the_last_save_and_went_back_to_the_queue
     h = await make_harness({}, QUEUES)
     requeued = await running_after_the_last_save(h)
     h.clock.advance(60)
-    jobs = JobRepository(h.store)
-    stored = await jobs.get(requeued)
-    await jobs.transition(
-        stored,
-        JobState.PENDING,
-        now=h.clock.now(),
-        reason="requeued by its cluster",
-        cluster="",
-        attempt=stored.record.attempt + 1,
-        start_time=None,
-    )
+    await requeue(h, requeued)
     await h.service.sync()
     await assert_the_new_leader_counts_as_the_old(h, 120.0)  # 2 cpus for 60 s
+
+
+async def saved_running(h: Harness) -> str:
+    """A 2-cpu job that runs when the leader saves its accounting for the last time."""
+    await h.join("c1", CPU4)
+    job = await h.submit("t", cpu=2, runtime=1000)
+    await h.tick()
+    await h.tick()  # the job reports Running, and the leader's cycle saves its accounting with the run
+    assert (await h.job(job)).state is JobState.RUNNING
+    h.service.save_every = float("inf")  # what follows exists only in the old leader's memory
+    return job
+
+
+async def test_with_the_history_compacted_a_saved_run_that_went_back_to_the_queue_stops_at_its_requeue(
+    make_harness: HarnessFactory,
+) -> None:
+    """The record shows no end; its history shows when the run let go of the cluster."""
+    h = await make_harness({}, QUEUES)
+    job = await saved_running(h)
+    h.clock.advance(60)
+    await requeue(h, job)
+    await h.service.sync()
+    h.clock.advance(40)  # the takeover comes later: the run must not be counted up to it
+    await assert_the_new_leader_counts_as_the_old(h, 120.0, compacted=True)  # 2 cpus for 60 s
+
+
+async def test_with_the_history_compacted_a_saved_run_whose_job_runs_again_is_counted_as_two_runs(
+    make_harness: HarnessFactory,
+) -> None:
+    """Requeued and running again from another start: the saved run ends at the requeue, the gap is
+    not counted, and the new run is counted from its start."""
+    h = await make_harness({"cluster": {"lostAfter": "1h", "requeueAfter": "1h"}}, QUEUES)  # c1 sends no report
+    job = await saved_running(h)
+    h.clock.advance(60)
+    await requeue(h, job)
+    jobs = JobRepository(h.store)
+    h.clock.advance(20)
+    stored = await jobs.get(job)
+    await jobs.transition(stored, JobState.DISPATCHED, now=h.clock.now(), cluster="c1", epoch=stored.record.epoch + 1)
+    h.clock.advance(10)
+    await jobs.transition(await jobs.get(job), JobState.RUNNING, now=h.clock.now(), start_time=h.clock.now())
+    await h.service.sync()
+    h.clock.advance(30)
+    # 2 cpus for 60 s, then 2 cpus from the new start for 30 s
+    await assert_the_new_leader_counts_as_the_old(h, 180.0, running={job}, compacted=True)

@@ -9,7 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from federation.jobs import expand
-from federation.models import JobManifest, JobRecord, QueueTree, QueueTreeConfig
+from federation.models import JobManifest, JobRecord, JobState, QueueTree, QueueTreeConfig
+from federation.models.job import JobEvent
 
 
 def job(**spec: Any) -> dict[str, Any]:
@@ -155,3 +156,52 @@ def test_a_stored_record_is_still_type_checked(path: tuple[str | int, ...], valu
     with pytest.raises(ValidationError) as info:
         JobRecord.from_bytes(json.dumps(doc).encode())
     assert field in [".".join(str(p) for p in err["loc"]) for err in info.value.errors()]
+
+
+def with_history(*moves: tuple[float, JobState], **fields: Any) -> JobRecord:
+    """A record whose history is ``moves`` (time, state) after its submit at 100 s."""
+    record = stored_record().model_copy(update=fields)
+    source = JobState.PENDING
+    for time, target in moves:
+        record.events.append(JobEvent(time=time, source=source, target=target))
+        source = target
+    return record
+
+
+RAN_AND_REQUEUED = ((110.0, JobState.DISPATCHED), (120.0, JobState.RUNNING), (150.0, JobState.PENDING))
+
+
+@pytest.mark.parametrize(
+    ("record", "started", "left"),
+    [
+        (with_history(*RAN_AND_REQUEUED), 119.5, 150.0),  # back to the queue: its requeue
+        (with_history(*RAN_AND_REQUEUED, (160.0, JobState.UNSCHEDULABLE)), 119.5, 150.0),  # a later mark is not it
+        (
+            with_history(*RAN_AND_REQUEUED, (170.0, JobState.DISPATCHED), (175.0, JobState.RUNNING)),
+            119.5,
+            150.0,
+        ),  # the first run of two, the second still going
+        (
+            with_history(*RAN_AND_REQUEUED, (170.0, JobState.DISPATCHED), (175.0, JobState.RUNNING)),
+            174.0,
+            None,
+        ),  # the second run: not ended
+        (
+            with_history(
+                *RAN_AND_REQUEUED,
+                (170.0, JobState.DISPATCHED),
+                (175.0, JobState.RUNNING),
+                (300.0, JobState.SUCCEEDED),
+                end_time=299.0,
+            ),
+            174.0,
+            299.0,
+        ),  # ended: its reported end, not the time the end was written
+        (with_history((110.0, JobState.DISPATCHED), (140.0, JobState.FAILED), end_time=140.0), 120.0, None),
+        (with_history(), 120.0, None),  # no run in its history
+    ],
+)
+def test_when_a_run_let_go_of_its_cluster_comes_from_the_history(
+    record: JobRecord, started: float, left: float | None
+) -> None:
+    assert record.left_at(started) == left
