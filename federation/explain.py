@@ -69,8 +69,15 @@ async def _position(store: Store, jobs: JobRepository, record: JobRecord, line: 
 
 
 async def explain(
-    store: Store, jobs: JobRepository, clusters: ClusterService, record: JobRecord, lost_after: float
+    store: Store,
+    jobs: JobRepository,
+    clusters: ClusterService,
+    record: JobRecord,
+    lost_after: float,
+    viewer: str | None = None,
 ) -> dict[str, Any]:
+    """Why ``record`` waits, as ``viewer`` may see it: a tenant (None: an admin) sees other tenants'
+    reservations without their job ids, as it cannot read those jobs either."""
     out: dict[str, Any] = {"id": record.id, "state": record.state.value, "queue": record.queue, "tenant": record.tenant}
     if not record.state.queued:
         out["summary"] = f"the job is {record.state.value}" + (f" on {record.cluster}" if record.cluster else "")
@@ -80,7 +87,9 @@ async def explain(
     raw = status.get("reasons", {}).get(record.id) or _queue_reasons(status, record.queue)
     reasons = [{"code": c, "source": s, "message": m, "policy": POLICY.get(c, c)} for c, s, m in raw]
     reservation = status.get("reservations", {}).get(record.id)
-    blocking = [{"job": job_id, **r} for job_id, r in status.get("reservations", {}).items() if job_id != record.id]
+    blocking = [
+        _seen_by(viewer, job_id, r) for job_id, r in status.get("reservations", {}).items() if job_id != record.id
+    ]
     out["position"] = await _position(store, jobs, record, status.get("line", []))
     out["reasons"] = reasons
     out["reservation"] = reservation
@@ -90,6 +99,13 @@ async def explain(
     out["projected_start"] = _projected_start(record, reservation, out["clusters"])
     out["summary"] = _summary(record, reasons, reservation, out)
     return out
+
+
+def _seen_by(viewer: str | None, job_id: str, reservation: dict[str, Any]) -> dict[str, Any]:
+    """Another tenant's reservation without its job id (nor its tenant); an admin sees every field."""
+    if viewer is None or reservation.get("tenant") == viewer:
+        return {"job": job_id, **reservation}
+    return {"job": None, **{k: v for k, v in reservation.items() if k != "tenant"}}
 
 
 def _queue_reasons(status: dict[str, Any], queue: str) -> list[list[str]]:
@@ -153,7 +169,8 @@ def _summary(
         text = f"held by {first['policy']} — {first['message']}"
         if first["code"] == "reservation" and out["other_reservations"]:
             other = out["other_reservations"][0]
-            text += f" (job {other['job']} reserved from t={other['start']:.0f})"
+            whose = f"job {other['job']}" if other["job"] is not None else "another tenant's job"
+            text += f" ({whose} reserved from t={other['start']:.0f})"
         return text
     position = out["position"]
     return f"waiting its turn: {position['in_queue']} of {position['queue_length']} in queue {record.queue}"

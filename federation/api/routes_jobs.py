@@ -220,7 +220,10 @@ def _detail(record: JobRecord) -> dict[str, Any]:
 async def explain_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
     """Why the job waits: its place in line, the policy holding it, reservations, a projected start."""
     stored = await _owned(state, who, job_id)
-    return await explain(state.store, state.jobs, state.clusters, stored.record, state.config.cluster.lost_after)
+    viewer = who.name if who.role is Role.TENANT else None
+    return await explain(
+        state.store, state.jobs, state.clusters, stored.record, state.config.cluster.lost_after, viewer
+    )
 
 
 @router.delete("/{job_id}", status_code=200)

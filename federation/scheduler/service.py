@@ -515,6 +515,10 @@ class SchedulerService:
             self._account(change.record)
         return landed
 
+    def _tenant_of(self, job_id: str) -> str | None:
+        entry = self.state.entries.get(job_id) if self.state is not None else None
+        return entry.info.tenant if entry is not None else None
+
     async def _publish(self, plan: CyclePlan, now: float) -> None:
         """What explain needs from the leader: reasons, reservations, the line of waiting jobs as the
         cycle took them up (the first ``MAX_PUBLISHED_JOBS``), cycle time."""
@@ -525,7 +529,8 @@ class SchedulerService:
             "reasons": {job: [[r.code, r.source, r.message] for r in rs] for job, rs in reasons.items()},
             "queue_reasons": {q: [r.code, r.source, r.message] for q, r in plan.queue_reasons.items()},
             "reservations": {
-                job: {"clusters": r.nodes, "start": r.start, "end": r.end} for job, r in plan.reservations.items()
+                job: {"clusters": r.nodes, "start": r.start, "end": r.end, "tenant": self._tenant_of(job)}
+                for job, r in plan.reservations.items()
             },
             "unschedulable": plan.unschedulable,
             "line": plan.line[:MAX_PUBLISHED_JOBS],

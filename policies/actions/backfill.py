@@ -32,7 +32,9 @@ class Backfill(Action):
             return
         if not self.arguments.flag("enabled", True):
             if head is not None:
-                ssn.why_queue(head.queue, ORDER, self.name, f"strict order: every job waits behind {head.id}")
+                ssn.why_queue(
+                    head.queue, ORDER, self.name, "strict order: every job waits behind the blocked job first in line"
+                )
             return
         jobs = OrderedJobs(ssn, ssn.inqueue)
         # What backfills uses capacity that would otherwise stay idle until the reservation: fair-share

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from federation.api.app import create_app
+from federation.auth import Role
 from federation.models import JobState
 from tests.scheduler.conftest import HarnessFactory
 from tests.scheduler.harness import Harness
@@ -30,8 +31,8 @@ async def explain_of(make_harness: HarnessFactory) -> AsyncIterator[Any]:
         http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://fedq")
         clients.append(http)
 
-        async def explain(job_id: str) -> dict[str, Any]:
-            response = await http.get(f"/v1/jobs/{job_id}/explain", headers={"Authorization": f"Bearer {ADMIN}"})
+        async def explain(job_id: str, token: str = ADMIN) -> dict[str, Any]:
+            response = await http.get(f"/v1/jobs/{job_id}/explain", headers={"Authorization": f"Bearer {token}"})
             assert response.status_code == 200, response.text
             return dict(response.json())
 
@@ -114,6 +115,34 @@ async def test_holding_and_waiting_behind_a_reservation(make_harness: HarnessFac
     behind = await explain(long)
     assert "reservation" in codes(behind)
     assert f"job {big} reserved" in behind["summary"]
+
+
+async def test_a_tenant_sees_another_tenants_reservation_without_its_job_id(
+    make_harness: HarnessFactory, explain_of: Any
+) -> None:
+    """Tenants cannot read each other's jobs, so explain does not name them either; an admin sees all."""
+    h = await make_harness({"reservation": {"after": "0s", "depth": 1}}, {"queues": [{"name": "a"}]})
+    await h.join("c1", CPU4)
+    first = await h.submit("y", cpu=3, runtime=100)
+    await h.tick()
+    big = await h.submit("x", cpu=4, runtime=100)  # x has used nothing yet: first in line, and reserves
+    long = await h.submit("y", cpu=1, runtime=500)  # fits now, but would delay x's job
+    await h.tick(1)
+    assert (await h.job(big)).state is JobState.RESERVED and (await h.job(long)).state is JobState.PENDING
+    explain = await explain_of(h)
+    y_token = await h.tokens.issue(Role.TENANT, "y")
+
+    as_y = await explain(long, y_token)
+    assert "reservation" in codes(as_y)
+    start = (await h.job(first)).start_time + 100
+    assert as_y["other_reservations"] == [
+        {"job": None, "clusters": {"c1": 1}, "start": pytest.approx(start), "end": pytest.approx(start + 100)}
+    ]
+    assert "another tenant's job reserved from t=" in as_y["summary"] and big not in str(as_y)
+
+    as_admin = await explain(long)
+    assert [(r["job"], r["tenant"]) for r in as_admin["other_reservations"]] == [(big, "x")]
+    assert f"job {big} reserved" in as_admin["summary"]
 
 
 async def test_no_cluster_matches_labels_and_too_big(make_harness: HarnessFactory, explain_of: Any) -> None:
