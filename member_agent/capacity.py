@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from operator import itemgetter
 
 from federation.models.cluster import NodeReport
 from member_agent.backends.base import NodeView
@@ -33,6 +32,9 @@ class ShapeSummary:
         self._views: list[NodeView] = []
         self._keys: list[ShapeKey] = []
         self._members: dict[ShapeKey, list[int]] = {}  # shape -> positions of its nodes, ascending
+        # shape -> (the view of its first node, its count, its entry): an entry is built again only
+        # when one of those changed
+        self._reports: dict[ShapeKey, tuple[NodeView, int, NodeReport]] = {}
 
     def __call__(self, nodes: list[NodeView]) -> list[NodeReport]:
         views = self._views
@@ -46,7 +48,16 @@ class ShapeSummary:
                         break
                     self._move(i, node)
         # Shapes in the order of their first node, as summarise groups them.
-        return [_shape_report(nodes[at[0]], len(at)) for at in sorted(self._members.values(), key=itemgetter(0))]
+        known, self._reports = self._reports, {}
+        out = []
+        for key, at in sorted(self._members.items(), key=lambda item: item[1][0]):
+            first, count = nodes[at[0]], len(at)
+            entry = known.get(key)
+            if entry is None or entry[0] is not first or entry[1] != count:
+                entry = (first, count, _shape_report(first, count))
+            self._reports[key] = entry
+            out.append(entry[2])
+        return out
 
     def _reset(self, nodes: list[NodeView]) -> None:
         self._views = list(nodes)

@@ -32,6 +32,7 @@ class LocalJob:
     admitted_at: float = 0.0
     expected_tasks: int = 0  # tasks launched: an elastic job may start with fewer than all replicas
     phases: Counter[TaskPhase] = field(default_factory=Counter)  # how many of ``tasks`` are in each phase
+    started_at: float | None = None  # the earliest start among ``tasks``: the job's start in reports
 
     @property
     def gang_size(self) -> int:
@@ -50,6 +51,12 @@ class LocalJob:
             self.phases[before.phase] -= 1
         self.tasks[status.task_id] = status
         self.phases[status.phase] += 1
+        started = status.started_at
+        if before is not None and before.started_at is not None and before.started_at != started:
+            # The task's start changed (a backend corrected it): find the earliest again.
+            self.started_at = min((t.started_at for t in self.tasks.values() if t.started_at is not None), default=None)
+        elif started is not None and (self.started_at is None or started < self.started_at):
+            self.started_at = started
 
     def launches(self, nodes: dict[tuple[str, int], str]) -> list[TaskLaunch]:
         """One TaskLaunch per placed task; ``nodes`` maps (task name, index) to the chosen node."""
@@ -201,8 +208,7 @@ class JobTracker:
         for job in self.jobs.values():
             if not job.launched or job.state.terminal:
                 continue
-            starts = [t.started_at for t in job.tasks.values() if t.started_at is not None]
-            started = min(starts) if starts else None
+            started = job.started_at
             seen = known.get(job.job_id)
             entry = seen[1] if seen is not None and seen[0] is job and seen[1].started_at == started else None
             if entry is None:

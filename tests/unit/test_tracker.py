@@ -21,6 +21,18 @@ def test_phase_counts_are_those_of_the_latest_status_of_each_task(reports: list[
     assert +job.phases == Counter(status.phase for status in job.tasks.values())
 
 
+@given(st.lists(st.tuples(st.integers(0, 4), st.none() | st.integers(0, 9)), max_size=30))
+def test_a_jobs_start_is_the_earliest_start_of_the_latest_status_of_each_task(
+    reports: list[tuple[int, int | None]],
+) -> None:
+    """Kept as statuses arrive, also when a task's start changes or goes: the same as a recount."""
+    job = LocalJob("j", 1)
+    for index, started in reports:
+        job.record(TaskStatus("j", "main", index, 1, TaskPhase.RUNNING, started_at=started))
+        starts = [status.started_at for status in job.tasks.values() if status.started_at is not None]
+        assert job.started_at == (min(starts) if starts else None)
+
+
 @given(st.lists(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 2), st.none() | st.integers(0, 9)))))
 def test_running_jobs_reported_are_those_a_fresh_tracker_reports(
     reports: list[list[tuple[str, int, int | None]]],
