@@ -305,10 +305,6 @@ class FederationState:
             known = self._totals[info.id] = (info, held_by(info))
         return known[1]
 
-    def running_ids(self) -> set[str]:
-        """The jobs whose records say they run on a cluster now."""
-        return {job_id for job_id, entry in self.entries.items() if entry.state is JobState.RUNNING}
-
     def finished_before(self, time: float) -> list[tuple[str, int, str, str]]:
         """Take the finished jobs that ended before ``time``: (id, revision, state, queue) each. They
         stay in ``finished`` until their deletion arrives."""
