@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import json
 from collections import Counter, deque
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from pydantic import ValidationError
 
 from federation import keys
 from federation.accounting import Accountant
+from federation.collector import keep_long_lived
 from federation.config import FederationConfig
 from federation.jobs import Change
 from federation.leader import LeaderElection
@@ -114,7 +114,7 @@ class SchedulerService:
             await self._catch_up_runs(state, counted, applied)
         # The loaded state lives as long as the process follows the store: keep it out of the cyclic
         # collector's full passes, which would otherwise walk every pending job again and again.
-        gc.freeze()
+        keep_long_lived()
         self.state = state
         self.applied_revision = snapshot.revision
         self.committer = Committer(self.store, state, self._fence)

@@ -1,0 +1,29 @@
+"""The cyclic garbage collector, set for a process that holds a large state for as long as it runs.
+
+A scheduler keeps every job in memory (the federation's state, a simulation's trace and results).
+CPython's collector would walk all of it again at each full pass, so what is alive once the state is
+loaded is frozen out of its passes. Once frozen, though, CPython (3.11) decides whether a full pass
+is due by the unfrozen objects alone (a full pass when those that survived young passes since the
+last full one exceed a quarter of its survivors), so a state that grows (jobs dispatched, run and
+finished) gets a full pass at nearly every chance it has: one per 10 middle-generation passes by
+default. Spacing those chances ten times further apart keeps full passes rare; young passes still
+reclaim the short-lived cycles, and a full pass still comes.
+"""
+
+from __future__ import annotations
+
+import gc
+
+#: Middle-generation passes between two chances of a full pass (CPython's default is 10).
+FULL_PASS_SPACING = 100
+
+
+def keep_long_lived() -> None:
+    """Freeze what is alive now out of the collector's passes, and space its full passes.
+
+    Measured: while bench/dispatch.py dispatches 20,000 jobs through real etcd (about 10 s), 11 full
+    passes took 0.77 s before and 1 took 0.11 s after; a 5,000-job KTH replay made 11 (1.3 s), then
+    3 (0.2 s)."""
+    gc.freeze()
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, FULL_PASS_SPACING)
