@@ -42,6 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from etcd_raw import raw_change_rate, raw_txn_put_rate  # noqa: E402
+from gctime import CollectorTime  # noqa: E402
 from machine import speed_marker  # noqa: E402
 
 from federation import keys  # noqa: E402
@@ -152,6 +153,7 @@ class Dispatched:
     cpu_seconds: float  # this process's CPU time in the window: the scheduler's own work, not etcd's
     dispatched: int
     plans: list[CyclePlan]  # the cycles that completed
+    collector: CollectorTime  # the garbage collector's passes in the window
     depositions: int
     lease_ttl: float
     profile: cProfile.Profile | None
@@ -178,34 +180,35 @@ async def dispatch_all(service: SchedulerService, profile: bool) -> Dispatched:
     cut_short_at: int | None = None  # jobs pending when the last cycle was cut short
     if profiler is not None:
         profiler.enable()
-    started = time.perf_counter()
-    cpu_started = time.process_time()
-    while True:
-        await lead(service)
-        assert service.state is not None
-        pending = len(service.state.pending)
-        if cut_short_at is not None:
-            stuck = stuck + 1 if pending >= cut_short_at else 0
-            cut_short_at = None
-        if not pending or stuck == STUCK_LIMIT:
-            break
-        try:
-            plan = await service.cycle()
-        except Deposed:
-            depositions += 1
-            cut_short_at = pending
-            service.stand_by()
-            continue
-        plans.append(plan)
-        if not plan.dispatches:
-            raise RuntimeError(f"a cycle dispatched nothing with {len(service.state.pending)} jobs pending")
-    await service.sync()
-    elapsed = time.perf_counter() - started
-    cpu = time.process_time() - cpu_started
+    with CollectorTime() as collector:
+        started = time.perf_counter()
+        cpu_started = time.process_time()
+        while True:
+            await lead(service)
+            assert service.state is not None
+            pending = len(service.state.pending)
+            if cut_short_at is not None:
+                stuck = stuck + 1 if pending >= cut_short_at else 0
+                cut_short_at = None
+            if not pending or stuck == STUCK_LIMIT:
+                break
+            try:
+                plan = await service.cycle()
+            except Deposed:
+                depositions += 1
+                cut_short_at = pending
+                service.stand_by()
+                continue
+            plans.append(plan)
+            if not plan.dispatches:
+                raise RuntimeError(f"a cycle dispatched nothing with {len(service.state.pending)} jobs pending")
+        await service.sync()
+        elapsed = time.perf_counter() - started
+        cpu = time.process_time() - cpu_started
     if profiler is not None:
         profiler.disable()
     dispatched = sum(entry.state is JobState.DISPATCHED for entry in service.state.entries.values())
-    return Dispatched(elapsed, cpu, dispatched, plans, depositions, service.election.ttl, profiler)
+    return Dispatched(elapsed, cpu, dispatched, plans, collector, depositions, service.election.ttl, profiler)
 
 
 async def run(args: argparse.Namespace, work: Path) -> tuple[list[tuple[float, float]], Dispatched, int]:
@@ -268,6 +271,7 @@ def main() -> int:
         f"  the scheduler's process was busy {result.cpu_seconds:.2f} s of it ({result.cpu_seconds * per_job:.0f} us "
         f"per job; planning {planning * per_job:.0f} us); raw etcd takes {1e6 / raw_jobs:.0f} us per job for its txns"
     )
+    print(f"  {result.collector} of it")
     if result.depositions:
         print(
             f"  the leader lease ({result.lease_ttl:g} s) ran out during a cycle {result.depositions} time(s): "

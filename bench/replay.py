@@ -17,6 +17,7 @@ look); the figures in bench/README.md are full replays. Exits 1 if the KTH targe
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import tempfile
@@ -30,8 +31,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from gctime import CollectorTime  # noqa: E402
 from machine import speed_marker  # noqa: E402
 
+from federation.collector import keep_long_lived  # noqa: E402
 from federation.config import FederationConfig  # noqa: E402
 from federation.logs import configure_logging  # noqa: E402
 from federation.simulator.run import run_scenario, with_policy  # noqa: E402
@@ -55,14 +58,17 @@ def replay(
     trace: Path, clusters: int, tenants: TenantBy, limit: int | None, out: Path, console: Console
 ) -> dict[str, object]:
     """One timed replay, from reading the trace to the written outputs."""
+    gc.collect()  # what an earlier replay left must not be frozen with this one's trace
     started = time.perf_counter()
     swf = read_swf(trace, limit=limit)
     scenario = scenario_from_swf(swf, with_policy(FederationConfig(), "easy"), clusters=clusters, tenant_by=tenants)
+    keep_long_lived()  # as fedq simulate does once it has read the trace
     columns = (TextColumn(f"{trace.name} x{clusters}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
         task = bar.add_task("replay", total=len(scenario.jobs))
         update: Callable[[int, int], None] = lambda done, _total: bar.update(task, completed=done)  # noqa: E731
-        run = run_scenario(scenario, out, progress=update)
+        with CollectorTime() as collector:
+            run = run_scenario(scenario, out, progress=update)
     wall = time.perf_counter() - started
     stats = run.result.stats
     metrics = run.metrics
@@ -82,6 +88,7 @@ def replay(
         "utilization": metrics["utilization"].get("cpu"),
         "makespan": metrics["makespan"],
         "jain_fairness": metrics["jain_fairness"],
+        "collector": str(collector),
     }
 
 
