@@ -34,7 +34,6 @@ sys.path.insert(0, str(ROOT))
 from gctime import CollectorTime  # noqa: E402
 from machine import speed_marker  # noqa: E402
 
-from federation.collector import keep_long_lived  # noqa: E402
 from federation.config import FederationConfig  # noqa: E402
 from federation.logs import configure_logging  # noqa: E402
 from federation.simulator.run import run_scenario, with_policy  # noqa: E402
@@ -58,11 +57,10 @@ def replay(
     trace: Path, clusters: int, tenants: TenantBy, limit: int | None, out: Path, console: Console
 ) -> dict[str, object]:
     """One timed replay, from reading the trace to the written outputs."""
-    gc.collect()  # what an earlier replay left must not be frozen with this one's trace
+    gc.collect()  # what an earlier replay left must not be frozen with this one's trace (run_scenario freezes)
     started = time.perf_counter()
     swf = read_swf(trace, limit=limit)
     scenario = scenario_from_swf(swf, with_policy(FederationConfig(), "easy"), clusters=clusters, tenant_by=tenants)
-    keep_long_lived()  # as fedq simulate does once it has read the trace
     columns = (TextColumn(f"{trace.name} x{clusters}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
         task = bar.add_task("replay", total=len(scenario.jobs))

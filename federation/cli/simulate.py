@@ -13,7 +13,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from federation.cli.context import output_of
 from federation.cli.output import emit, errors
-from federation.collector import keep_long_lived
 from federation.config import load_federation_config
 from federation.logs import configure_logging
 from federation.simulator.engine import Progress as ProgressCallback
@@ -60,7 +59,6 @@ def cmd_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     if args.clusters < 1 or (args.limit is not None and args.limit < 1) or (args.nodes is not None and args.nodes < 1):
         parser.error("--clusters, --nodes and --limit must be positive")
     scenario = _scenario(args)
-    keep_long_lived()  # the trace stays to the end, and the run's jobs pile up beside it
     try:  # before the run, not after it: a replay can take minutes
         Path(args.output_dir).mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from federation.collector import keep_long_lived
 from federation.config import FederationConfig
 from federation.models import QueueTree
 from federation.simulator.engine import Progress, SimulationResult, simulate
@@ -41,6 +42,7 @@ def run_scenario(
     scenario: Scenario, output_dir: str | Path, *, plot: bool = False, progress: Progress | None = None
 ) -> Run:
     """Simulate and write the results into ``output_dir`` (created if missing)."""
+    keep_long_lived()  # the scenario stays to the end, and the run's jobs pile up beside it
     result = simulate(scenario, progress=progress)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
