@@ -45,6 +45,7 @@ class FairShare(Plugin):
     held_units: dict[str, tuple[int, float]]  # queue -> (its allocated_version, its allocation in units)
     tenant_units: dict[tuple[str, str], tuple[int, float]]  # (leaf, tenant) -> (the leaf's version, units)
     queue_keys: dict[str, tuple[int, tuple[float, ...]]]  # queue -> (the root's allocated_version, its order)
+    shares: dict[str, tuple[int, float]]  # queue -> (its allocated_version, its usage over its slice)
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
@@ -104,6 +105,7 @@ class FairShare(Plugin):
         self.held_units = {}
         self.tenant_units = {}
         self.queue_keys = {}
+        self.shares = {}
 
     def held(self, queue: str) -> float:
         """A queue's allocation in units, worked out again only after it changed (ordering asks often)."""
@@ -128,9 +130,17 @@ class FairShare(Plugin):
         version = self.ssn.allocated_version.get(ROOT, 0)
         known = self.queue_keys.get(queue)
         if known is None or known[0] != version:
-            slices = self.slices
-            key = self.ssn.tree_key(queue, lambda q: ratio(self.held(q), slices.get(q, 0.0)))
+            share = self.share
+            key = tuple([share(q) for q in reversed(self.ssn.ancestry(queue))])  # as Session.tree_key
             known = self.queue_keys[queue] = (version, key)
+        return known[1]
+
+    def share(self, queue: str) -> float:
+        """A queue's usage over its slice; an allocation elsewhere in the tree leaves it as it was."""
+        version = self.ssn.allocated_version.get(queue, 0)
+        known = self.shares.get(queue)
+        if known is None or known[0] != version:
+            known = self.shares[queue] = (version, ratio(self.held(queue), self.slices.get(queue, 0.0)))
         return known[1]
 
     def tenant_order(self, queue: str, tenant: str) -> float:
