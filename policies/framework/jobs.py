@@ -64,6 +64,9 @@ class OrderedJobs:
         self._tenants: dict[str, list[tuple[Any, ...]]] = {}
         self._queues: list[tuple[Any, ...]] = []
         self._held: set[str] = set()
+        # The lane whose job was popped last: pushed back on the next call, once that job's placement
+        # has moved its tenant's key, rather than now with a key the placement is about to make stale.
+        self._popped: _Lane | None = None
         for (queue, tenant), stream in self._streams().items():
             self._lanes[(queue, tenant)] = _Lane(queue, tenant, stream)
         for lane in self._lanes.values():
@@ -91,6 +94,7 @@ class OrderedJobs:
 
     def push_back(self, job: JobInfo) -> None:
         """A job that still has pending tasks goes back, re-keyed (its share changed)."""
+        self._return_popped()
         lane = self._lanes[(job.queue, job.tenant)]
         was_empty = lane.peek(self.ssn, self._seq) is None
         heapq.heappush(lane.heap, (self.ssn.job_key(job), next(self._seq), job))
@@ -101,6 +105,7 @@ class OrderedJobs:
 
     def pop(self) -> JobInfo | None:
         """The next job to consider, or None when every queue is drained or overused."""
+        self._return_popped()
         ssn = self.ssn
         while self._queues:
             key, _, queue = self._queues[0]
@@ -143,6 +148,11 @@ class OrderedJobs:
                 continue
             heapq.heappop(tenants)
             job: JobInfo | None = lane.pop(ssn, self._seq)
-            self._push_lane(lane)
+            self._popped = lane
             return job
         return None
+
+    def _return_popped(self) -> None:
+        lane, self._popped = self._popped, None
+        if lane is not None:
+            self._push_lane(lane)
