@@ -43,6 +43,7 @@ HOOKS: dict[str, Mode] = {
     "job_order": Mode.ORDER,
     "task_order": Mode.ORDER,
     "queue_order": Mode.ORDER,
+    "queue_share": Mode.ORDER,  # the share a plugin's queue_order is the tree of (see ``tree_share``)
     "tenant_order": Mode.ORDER,
     "predicate": Mode.CHECK,
     "job_valid": Mode.CHECK,
@@ -112,6 +113,18 @@ class Hooks:
                 ]
                 self._dispatch[hook] = _BUILDERS[mode](entries)
         return self._dispatch
+
+    def tree_share(self) -> Fn | None:
+        """The queue order as one share per queue, when a single plugin orders queues and gives the
+        share its ``queue_order`` is the tree of (``Session.tree_key``): queues can then be served
+        level by level (``policies.framework.queue_heaps``). None for any other queue order."""
+        order = self._table["queue_order"]
+        if len(order) != 1:
+            return None
+        for e in self._table["queue_share"]:
+            if e.plugin == order[0].plugin:
+                return _charged(e.plugin, e.fn, self.seconds) if self.timed else e.fn
+        return None
 
     def call(self, hook: str, *args: Any) -> Any:
         """Run ``hook`` over the tiers according to its mode."""

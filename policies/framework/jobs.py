@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from policies.framework.decisions import CAP, OVERUSED, split_reason
+from policies.framework.queue_heaps import FlatQueues, TreeQueues
 from policies.snapshot import JobInfo
 
 if TYPE_CHECKING:
@@ -62,8 +63,6 @@ class OrderedJobs:
         self._seq = itertools.count()
         self._lanes: dict[tuple[str, str], _Lane] = {}
         self._tenants: dict[str, list[tuple[Any, ...]]] = {}
-        self._queues: list[tuple[Any, ...]] = []
-        self._held: set[str] = set()
         # The lane whose job was popped last: pushed back on the next call, once that job's placement
         # has moved its tenant's key, rather than now with a key the placement is about to make stale.
         self._popped: _Lane | None = None
@@ -71,8 +70,8 @@ class OrderedJobs:
             self._lanes[(queue, tenant)] = _Lane(queue, tenant, stream)
         for lane in self._lanes.values():
             self._push_lane(lane)
-        for queue in self._tenants:
-            heapq.heappush(self._queues, (ssn.queue_key(queue), next(self._seq), queue))
+        share = ssn.tree_share
+        self._queues = FlatQueues(ssn, self._tenants) if share is None else TreeQueues(ssn, share, self._tenants)
 
     def _streams(self) -> dict[tuple[str, str], Iterator[JobInfo]]:
         ssn = self.ssn
@@ -100,26 +99,22 @@ class OrderedJobs:
         heapq.heappush(lane.heap, (self.ssn.job_key(job), next(self._seq), job))
         if was_empty:
             self._push_lane(lane)
-            if len(self._tenants[job.queue]) == 1 and job.queue not in {q for _, _, q in self._queues}:
-                heapq.heappush(self._queues, (self.ssn.queue_key(job.queue), next(self._seq), job.queue))
+            if len(self._tenants[job.queue]) == 1 and job.queue not in self._queues:
+                self._queues.add(job.queue)
 
     def pop(self) -> JobInfo | None:
         """The next job to consider, or None when every queue is drained or overused."""
         self._return_popped()
         ssn = self.ssn
-        while self._queues:
-            key, _, queue = self._queues[0]
-            fresh = ssn.queue_key(queue)
-            if fresh > key:
-                heapq.heapreplace(self._queues, (fresh, next(self._seq), queue))
-                continue
+        queues = self._queues
+        while (queue := queues.top()) is not None:
             tenants = self._tenants.get(queue)
             if not tenants:
-                heapq.heappop(self._queues)
+                queues.drop()
                 continue
             over = ssn.overused(queue)
             if over is not None:
-                heapq.heappop(self._queues)
+                queues.drop()
                 code, message = split_reason(str(over[1]))
                 ssn.why_queue(queue, code if code in (OVERUSED, CAP) else OVERUSED, over[0], message)
                 continue

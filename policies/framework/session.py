@@ -126,6 +126,7 @@ class Session:
         self.plugins = self._plugin_set.plugins
         self.hooks = self._plugin_set.hooks
         self._hook = self.hooks.dispatchers()
+        self.tree_share = self.hooks.tree_share()
         self.hooks.reset_seconds()
         for plugin in self.plugins:
             t0 = perf_counter()

@@ -28,6 +28,7 @@ class DRF(Plugin):
         hooks: dict[str, Fn] = {"job_order": self.job_order}
         if self.arguments.flag("hierarchy", False):
             hooks["queue_order"] = self.queue_order
+            hooks["queue_share"] = self.queue_share
         hooks |= {"on_allocate": self.on_allocate, "on_deallocate": self.on_deallocate, "preemptable": self.preemptable}
         return hooks
 
@@ -46,10 +47,11 @@ class DRF(Plugin):
         return res.dominant_share(self.allocated(job), self.total)
 
     def queue_order(self, queue: str) -> tuple[float, ...]:
-        ssn, total = self.ssn, self.total
-        return ssn.tree_key(
-            queue, lambda q: res.dominant_share(ssn.allocated[q], total) / max(ssn.queues[q].weight, SHARE_DELTA)
-        )
+        return self.ssn.tree_key(queue, self.queue_share)
+
+    def queue_share(self, queue: str) -> float:
+        ssn = self.ssn
+        return res.dominant_share(ssn.allocated[queue], self.total) / max(ssn.queues[queue].weight, SHARE_DELTA)
 
     def on_allocate(self, task: TaskInfo, job: JobInfo) -> None:
         res.iadd(self.allocated(job), task.resources)

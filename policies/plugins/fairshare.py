@@ -53,7 +53,12 @@ class FairShare(Plugin):
         self.dominant = arguments.flag("dominantShare", False)
 
     def hooks(self) -> dict[str, Fn]:
-        return {"queue_order": self.queue_order, "tenant_order": self.tenant_order, "allocatable": self.allocatable}
+        return {
+            "queue_order": self.queue_order,
+            "queue_share": self.share,
+            "tenant_order": self.tenant_order,
+            "allocatable": self.allocatable,
+        }
 
     def units(self, r: Resources) -> float:
         return res.dominant_share(r, self.capacity) if self.dominant else res.units(r, self.weights)

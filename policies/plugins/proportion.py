@@ -41,6 +41,7 @@ class Proportion(Plugin):
     def hooks(self) -> dict[str, Fn]:
         return {
             "queue_order": self.queue_order,
+            "queue_share": self.queue_share,
             "overused": self.overused,
             "allocatable": self.allocatable,
             "job_enqueueable": self.job_enqueueable,
@@ -59,8 +60,10 @@ class Proportion(Plugin):
         self.verdicts = {}
 
     def queue_order(self, queue: str) -> tuple[float, ...]:
-        ssn, deserved = self.ssn, self.deserved
-        return ssn.tree_key(queue, lambda q: share(ssn.allocated[q], deserved[q]))
+        return self.ssn.tree_key(queue, self.queue_share)
+
+    def queue_share(self, queue: str) -> float:
+        return share(self.ssn.allocated[queue], self.deserved[queue])
 
     def overused(self, queue: str) -> str | None:
         """Asked on every pop; the answer changes only with an allocation, which moves the root's
