@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
+from collections.abc import Generator
 from typing import TYPE_CHECKING
 
 from policies import resources as res
@@ -145,6 +146,10 @@ class Placer:
                 for i in set(changes[shape.cursor :]):
                     self._evaluate(shape, i)
                 shape.cursor = len(changes)
+                if len(shape.heap) > 2 * len(self.ssn.nodes) + 8:  # mostly stale entries of changed nodes
+                    version = self.ssn.node_version
+                    shape.heap = [e for e in shape.heap if e[2] == version[e[1]]]
+                    heapq.heapify(shape.heap)
         return shape
 
     def best(self, task: TaskInfo, job: JobInfo) -> NodeInfo | None:
@@ -168,13 +173,21 @@ class Placer:
             self.ssn.why(job, RESERVATION, "backfill", "starting now would delay a reservation on every fitting node")
         return found
 
-    def candidates(self, task: TaskInfo, job: JobInfo) -> list[NodeInfo]:
-        """Every feasible node for ``task``, best first."""
-        shape = self._shape(task, job)
-        version = self.ssn.node_version
-        live = sorted(e for e in shape.heap if e[2] == version[e[1]])
-        shape.heap = live  # drop the stale entries for good: a sorted list is a heap
-        return [self.ssn.nodes[i] for _, i, _ in live]
+    def candidates(self, shape: _Shape) -> Generator[NodeInfo, None, None]:
+        """The shape's feasible nodes, best first, taken off its heap only as far as the caller reads
+        (a job mostly takes the first); stale entries met on the way are dropped for good, the live
+        ones go back when the caller closes the iterator."""
+        heap, version, nodes = shape.heap, self.ssn.node_version, self.ssn.nodes
+        taken: list[tuple[float, int, int]] = []
+        try:
+            while heap:
+                entry = heapq.heappop(heap)
+                if entry[2] == version[entry[1]]:
+                    taken.append(entry)
+                    yield nodes[entry[1]]
+        finally:
+            for entry in taken:
+                heapq.heappush(heap, entry)
 
     def explain(self, task: TaskInfo, job: JobInfo) -> tuple[str, str]:
         """Why no node takes ``task``: the commonest predicate failure and a count of each."""
@@ -249,18 +262,22 @@ class Placer:
         version, nodes = ssn.node_version, ssn.nodes
         if any(v == version[i] and res.fits(need, nodes[i].idle) for _, i, v in self._shape(largest, job).heap):
             reqs = [(task.resources, count) for task, count in runs]
-            for node in self.candidates(largest, job):
-                if not node.packs(reqs):
-                    continue
-                # Predicates read a task's shape, not its index: one task of each run answers for the run.
-                if any(ssn.predicate(t, job, node) is not None for t, _ in runs if t is not largest):
-                    continue
-                if ssn.book is not None and not ssn.book.allows(node.name, need, ssn.now, job.walltime):
-                    ssn.why(job, RESERVATION, "backfill", f"starting on {node.name} now would delay a reservation")
-                    continue
-                for task in tasks:
-                    stmt.allocate(task, job, node)
-                return True
+            candidates = self.candidates(self._shape(largest, job))
+            try:
+                for node in candidates:
+                    if not node.packs(reqs):
+                        continue
+                    # Predicates read a task's shape, not its index: one task of each run answers for the run.
+                    if any(ssn.predicate(t, job, node) is not None for t, _ in runs if t is not largest):
+                        continue
+                    if ssn.book is not None and not ssn.book.allows(node.name, need, ssn.now, job.walltime):
+                        ssn.why(job, RESERVATION, "backfill", f"starting on {node.name} now would delay a reservation")
+                        continue
+                    for task in tasks:
+                        stmt.allocate(task, job, node)
+                    return True
+            finally:
+                candidates.close()
         code, message = self.explain(largest, job)
         ssn.why(job, code, "allocate", message if code != INSUFFICIENT else f"no cluster has room for {need}")
         return False

@@ -47,6 +47,24 @@ def test_one_conf_vocabulary_drives_a_local_and_a_global_session() -> None:
     assert len(index) == 1 and index.get("train") is not None  # the caller's index is untouched
 
 
+def test_placing_many_jobs_on_a_few_clusters_keeps_the_placers_heaps_to_their_live_entries() -> None:
+    """Each placement changes a cluster, whose old heap entry goes stale; stale entries are dropped
+    as they are met, and all at once when they would outnumber the clusters, so a cycle that places
+    thousands of jobs does not scan thousands of dead entries for each."""
+    clusters = [NodeInfo(f"c{i}", {}, shapes=[NodeShape({"cpu": 32.0}, {"cpu": 32.0}, 100)]) for i in range(3)]
+    index = PendingIndex()
+    for i in range(500):
+        index.add(job(f"j{i}", cpu=1, submit=float(i)))
+    # Packing: a cluster scores higher as it fills, so its stale entries sink below its fresh one.
+    packing = conf("allocate", ["gang"], ["predicates", {"name": "binpack"}], placement="job")
+    ssn = open_session(packing, Snapshot(clusters, [], pending=index), ManualClock(0))
+    ssn.run()
+    assert len(close_session(ssn).binds) == 500
+    (shape,) = ssn.placer._shapes.values()
+    assert len(shape.heap) <= 2 * len(clusters) + 8
+    assert {i for _, i, _ in shape.heap} == {0, 1, 2}
+
+
 def test_an_uncommitted_gang_returns_everything_it_took() -> None:
     nodes = [node("n0", cpu=4), node("n1", cpu=4)]
     gang = job("g", tasks=3, cpu=3)  # two fit, the third does not: the gang must not start
