@@ -101,8 +101,10 @@ class Session:
         self.allocated_version: dict[str, int] = {}  # queue path -> count of changes to its allocated, for caches
         self.requested: dict[str, Resources] = {}  # queue path (all levels) -> allocated + pending
         self.tenant_allocated: dict[tuple[str, str], Resources] = {}
+        self.tenant_version: dict[tuple[str, str], int] = {}  # (queue, tenant) -> changes to its allocated
         self.tenant_requested: dict[tuple[str, str], Resources] = {}
         self._ancestry: dict[str, tuple[str, ...]] = {}
+        self._upward: dict[str, tuple[str, ...]] = {}
         self._held_by_lane = snapshot.held
         self._totals = snapshot.totals
         self.releases = snapshot.releases
@@ -330,12 +332,21 @@ class Session:
         self.changes.append(i)
 
     def _held(self, task: TaskInfo, job: JobInfo, sign: float) -> None:
-        self._add_up(self.allocated, job.queue, task.resources, sign)
-        versions = self.allocated_version
-        for path in (*self.ancestry(job.queue), ROOT):
+        allocated, versions = self.allocated, self.allocated_version
+        for path in self._to_root(job.queue):
+            res.iadd(allocated.setdefault(path, {}), task.resources, sign)
             versions[path] = versions.get(path, 0) + 1
-        res.iadd(self.tenant_allocated.setdefault((job.queue, job.tenant), {}), task.resources, sign)
+        lane = (job.queue, job.tenant)
+        res.iadd(self.tenant_allocated.setdefault(lane, {}), task.resources, sign)
+        self.tenant_version[lane] = self.tenant_version.get(lane, 0) + 1
         self._hook["on_allocate" if sign > 0 else "on_deallocate"](task, job)
+
+    def _to_root(self, queue: str) -> tuple[str, ...]:
+        """The queue's ancestry and the root: every total an allocation in it moves (kept per queue)."""
+        known = self._upward.get(queue)
+        if known is None:
+            known = self._upward[queue] = (*self.ancestry(queue), ROOT)
+        return known
 
     def allocate_task(self, task: TaskInfo, job: JobInfo, node: NodeInfo) -> object:
         self._touch(node)

@@ -43,7 +43,7 @@ class FairShare(Plugin):
     slices: dict[str, float]
     tenant_slices: dict[tuple[str, str], float]
     held_units: dict[str, tuple[int, float]]  # queue -> (its allocated_version, its allocation in units)
-    tenant_units: dict[tuple[str, str], tuple[int, float]]  # (leaf, tenant) -> (the leaf's version, units)
+    tenant_units: dict[tuple[str, str], tuple[int, float]]  # (leaf, tenant) -> (its tenant_version, units)
     queue_keys: dict[str, tuple[int, tuple[float, ...]]]  # queue -> (the root's allocated_version, its order)
     shares: dict[str, tuple[int, float]]  # queue -> (its allocated_version, its usage over its slice)
 
@@ -121,9 +121,9 @@ class FairShare(Plugin):
         return known[1]
 
     def tenant_held(self, queue: str, tenant: str) -> float:
-        """A tenant's allocation in units: it changes only with its leaf queue's, so it is cached as ``held`` is."""
+        """A tenant's allocation in units, cached until its own allocation moves (ordering asks often)."""
         key = (queue, tenant)
-        version = self.ssn.allocated_version.get(queue, 0)
+        version = self.ssn.tenant_version.get(key, 0)
         known = self.tenant_units.get(key)
         if known is None or known[0] != version:
             known = self.tenant_units[key] = (version, self.units(self.ssn.tenant_allocated.get(key, {})))
