@@ -1,8 +1,9 @@
 """Pending jobs in scheduling order: queue, then tenant within the queue, then job.
 
-Each level is a heap whose keys the plugins compute (queue_order, tenant_order, job_order). Keys
-grow as a queue or tenant is given resources, so a stale key is a lower bound: a popped entry is
-re-keyed and pushed back if it no longer leads, and nothing is re-sorted wholesale. Lanes (one per
+Each level is a heap whose keys the plugins compute (queue_order, tenant_order, job_order; queues
+are served by ``queue_heaps``, level by level where the order allows). Keys grow as a queue or
+tenant is given resources, so a stale key is a lower bound: a popped entry is re-keyed and pushed
+back if it no longer leads, and nothing is re-sorted wholesale. Lanes (one per
 queue and tenant) read from the session's job list or lazily from a PendingIndex, so with 100,000
 pending jobs only the heads that are actually considered are touched.
 """

@@ -205,9 +205,8 @@ class Session:
         return known
 
     def _add_up(self, table: dict[str, Resources], queue: str, amount: Resources, times: float = 1.0) -> None:
-        for path in self.ancestry(queue):
+        for path in self._to_root(queue):
             res.iadd(table.setdefault(path, {}), amount, times)
-        res.iadd(table.setdefault(ROOT, {}), amount, times)
 
     def tree_key(self, queue: str, share: Callable[[str], float]) -> tuple[float, ...]:
         """Shares from the top level down to ``queue``: comparing these tuples walks the tree,
