@@ -121,6 +121,11 @@ class Session:
         self._ready: dict[str, int] = {}
         self._waiting: dict[str, int] = {}
         self._pending: dict[str, int] = {}
+        # The counter each task status is counted in (a status in none, such as releasing, counts nowhere).
+        self._counted_in = {status: self._ready for status in READY} | {
+            TaskStatus.PIPELINED: self._waiting,
+            TaskStatus.PENDING: self._pending,
+        }
         from policies.framework.placement import Placer
 
         self.placer: Placer = Placer(self, snapshot.evaluations)
@@ -302,13 +307,12 @@ class Session:
         key = id(task)
         if key not in self._journal:
             self._journal[key] = (task, task.status, task.node)
-        for st, sign in ((task.status, -1), (status, 1)):
-            if st in READY:
-                self._ready[job.id] += sign
-            elif st == TaskStatus.PIPELINED:
-                self._waiting[job.id] += sign
-            elif st == TaskStatus.PENDING:
-                self._pending[job.id] += sign
+        counted_in = self._counted_in
+        before, after = counted_in.get(task.status), counted_in.get(status)
+        if before is not None:
+            before[job.id] -= 1
+        if after is not None:
+            after[job.id] += 1
         task.status = status
         task.node = node
 
