@@ -260,9 +260,10 @@ class Placer:
         # cannot pack it (``packs`` asks the same first), so when none can, only the reason is left and
         # the candidates (the shape's live heap entries) need not be sorted.
         version, nodes = ssn.node_version, ssn.nodes
-        if any(v == version[i] and res.fits(need, nodes[i].idle) for _, i, v in self._shape(largest, job).heap):
+        shape = self._shape(largest, job)
+        if any(v == version[i] and res.fits(need, nodes[i].idle) for _, i, v in shape.heap):
             reqs = [(task.resources, count) for task, count in runs]
-            candidates = self.candidates(self._shape(largest, job))
+            candidates = self.candidates(shape)
             try:
                 for node in candidates:
                     if not node.packs(reqs):

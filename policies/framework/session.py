@@ -216,7 +216,7 @@ class Session:
     def tree_key(self, queue: str, share: Callable[[str], float]) -> tuple[float, ...]:
         """Shares from the top level down to ``queue``: comparing these tuples walks the tree,
         picking the least-served child at each level (hierarchical DRF / fair share)."""
-        return tuple(share(q) for q in reversed(self.ancestry(queue)))
+        return tuple([share(q) for q in reversed(self.ancestry(queue))])
 
     def leaf_queues(self) -> list[str]:
         return [q for q, kids in self.children.items() if not kids and q != ROOT]

@@ -42,10 +42,9 @@ class FairShare(Plugin):
     limit: dict[str, float]
     slices: dict[str, float]
     tenant_slices: dict[tuple[str, str], float]
-    held_units: dict[str, tuple[int, float]]  # queue -> (its allocated_version, its allocation in units)
+    allocations: dict[str, tuple[int, float, float]]  # queue -> (its allocated_version, units held, over its slice)
     tenant_units: dict[tuple[str, str], tuple[int, float]]  # (leaf, tenant) -> (its tenant_version, units)
     queue_keys: dict[str, tuple[int, tuple[float, ...]]]  # queue -> (the root's allocated_version, its order)
-    shares: dict[str, tuple[int, float]]  # queue -> (its allocated_version, its usage over its slice)
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
@@ -107,18 +106,26 @@ class FairShare(Plugin):
                 tenant_slices[(leaf, t)] = got
         self.slices = slices
         self.tenant_slices = tenant_slices
-        self.held_units = {}
+        self.allocations = {}
         self.tenant_units = {}
         self.queue_keys = {}
-        self.shares = {}
 
     def held(self, queue: str) -> float:
-        """A queue's allocation in units, worked out again only after it changed (ordering asks often)."""
+        return self._allocation(queue)[1]
+
+    def share(self, queue: str) -> float:
+        """A queue's usage over its slice; an allocation elsewhere in the tree leaves it as it was."""
+        return self._allocation(queue)[2]
+
+    def _allocation(self, queue: str) -> tuple[int, float, float]:
+        """(allocated_version, allocation in units, units over slice) of a queue, worked out again only
+        after its allocation changed (ordering asks often)."""
         version = self.ssn.allocated_version.get(queue, 0)
-        known = self.held_units.get(queue)
+        known = self.allocations.get(queue)
         if known is None or known[0] != version:
-            known = self.held_units[queue] = (version, self.units(self.ssn.allocated[queue]))
-        return known[1]
+            held = self.units(self.ssn.allocated[queue])
+            known = self.allocations[queue] = (version, held, ratio(held, self.slices.get(queue, 0.0)))
+        return known
 
     def tenant_held(self, queue: str, tenant: str) -> float:
         """A tenant's allocation in units, cached until its own allocation moves (ordering asks often)."""
@@ -135,17 +142,7 @@ class FairShare(Plugin):
         version = self.ssn.allocated_version.get(ROOT, 0)
         known = self.queue_keys.get(queue)
         if known is None or known[0] != version:
-            share = self.share
-            key = tuple([share(q) for q in reversed(self.ssn.ancestry(queue))])  # as Session.tree_key
-            known = self.queue_keys[queue] = (version, key)
-        return known[1]
-
-    def share(self, queue: str) -> float:
-        """A queue's usage over its slice; an allocation elsewhere in the tree leaves it as it was."""
-        version = self.ssn.allocated_version.get(queue, 0)
-        known = self.shares.get(queue)
-        if known is None or known[0] != version:
-            known = self.shares[queue] = (version, ratio(self.held(queue), self.slices.get(queue, 0.0)))
+            known = self.queue_keys[queue] = (version, self.ssn.tree_key(queue, self.share))
         return known[1]
 
     def tenant_order(self, queue: str, tenant: str) -> float:
