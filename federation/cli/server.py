@@ -64,6 +64,12 @@ async def serve(args: argparse.Namespace) -> None:
 
 
 def cmd_server(args: argparse.Namespace) -> int:
+    if args.print_conf:
+        from federation.config import load_federation_config
+        from federation.scheduler.conf import render_global_conf
+
+        print(render_global_conf(load_federation_config(args.config)), end="")
+        return 0
     asyncio.run(serve(args))
     return 0
 
@@ -79,4 +85,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     server.add_argument("--config", help="federation.yaml")
     server.add_argument("--log-level", default="warning")
     server.add_argument("--no-scheduler", action="store_true", help="serve the API only (another replica schedules)")
+    server.add_argument(
+        "--print-conf", action="store_true", help="print the global scheduler conf built from --config, and exit"
+    )
     server.set_defaults(func=cmd_server)

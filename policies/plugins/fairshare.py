@@ -6,6 +6,8 @@ with guarantees first, caps and acceptSurplus as hard limits, level by level; wi
 tenants spin the leaf's slice the same way. Queues and tenants are served most-starved first
 (usage / slice). A slice limits allocation in the first pass; when the allocate action spins the
 pie again for leftovers (``session.surplus``), only caps and non-surplus quotas still limit.
+Reclaim follows the same slices: a queue below its slice takes back only what other queues hold
+above theirs, so reclaim never undoes what allocation decided (as HTCondor preempts by user priority).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class FairShare(Plugin):
             "queue_share": self.share,
             "tenant_order": self.tenant_order,
             "allocatable": self.allocatable,
+            "reclaimable": self.reclaimable,
         }
 
     def units(self, r: Resources) -> float:
@@ -109,6 +112,13 @@ class FairShare(Plugin):
         self.allocations = {}
         self.tenant_units = {}
         self.queue_keys = {}
+
+    def limit_kind(self, queue: str) -> str:
+        """What a queue's hard limit is, in the words its queue config uses."""
+        info = self.ssn.queues[queue]
+        if not info.accept_surplus and (info.cap is None or self.units(info.guarantee) < self.units(info.cap)):
+            return "guarantee (it accepts no surplus)"
+        return "cap"
 
     def held(self, queue: str) -> float:
         return self._allocation(queue)[1]
@@ -163,7 +173,7 @@ class FairShare(Plugin):
             if limit[q] != INF:
                 need = units(task.resources) if need is None else need
                 if before + placing + need > limit[q] + EPS:
-                    return f"{CAP}: queue {q} would exceed its quota ({limit[q]:g} units)"
+                    return f"{CAP}: queue {q} would exceed its {self.limit_kind(q)} ({limit[q]:g} units)"
             if not ssn.surplus and before >= slices.get(q, 0.0) - EPS:
                 return f"{FAIR_SHARE}: queue {q} holds its fair share ({slices.get(q, 0.0):.4g} units)"
         if ssn.surplus:
@@ -172,3 +182,19 @@ class FairShare(Plugin):
         if tenant_held >= self.tenant_slices.get((job.queue, job.tenant), 0.0) - EPS:
             return f"{FAIR_SHARE}: tenant {job.tenant} holds its fair share of {job.queue}"
         return None
+
+    def reclaimable(self, task: TaskInfo, victims: list[TaskInfo]) -> list[TaskInfo]:
+        """The victims whose taking leaves every queue of theirs, below the queue they share with the
+        reclaimer, at or above its slice: only what a queue borrowed past its fair share goes back."""
+        ssn, units, slices = self.ssn, self.units, self.slices
+        shared = set(ssn.ancestry(ssn.jobs[task.job].queue))
+        left: dict[str, float] = {}
+        allowed = []
+        for v in victims:
+            path = [q for q in ssn.ancestry(ssn.jobs[v.job].queue) if q not in shared]
+            freed = units(v.resources)
+            after = {q: left.get(q, self.held(q)) - freed for q in path}
+            if all(after[q] >= slices.get(q, 0.0) - EPS for q in path):
+                left.update(after)
+                allowed.append(v)
+        return allowed
