@@ -30,10 +30,16 @@ INF = float("inf")
 
 
 def ratio(used: float, slice_: float) -> float:
-    """How starved an entity is: usage over its slice (0 = nothing yet)."""
+    """How starved an entity is: usage over its slice, lowest first.
+
+    Among those that hold nothing yet the bigger slice goes first (the key is minus the slice), as
+    HTCondor's negotiator serves the lowest effective priority first: a name must not decide that a
+    heavy past user's one-job slice is served before a newcomer's whole one."""
+    if used <= EPS:
+        return -slice_
     if slice_ > EPS:
         return used / slice_
-    return INF if used > EPS else 0.0
+    return INF
 
 
 @register_plugin

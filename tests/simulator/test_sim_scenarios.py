@@ -165,9 +165,9 @@ def test_a_job_runs_whole_on_one_cluster(tmp_path: Path) -> None:
 
 def test_priority_then_submit_time_then_file_order(tmp_path: Path) -> None:
     rows = simulate_scenario("order", tmp_path)
-    # 1 cpu, every job 100 s. z, a, m are submitted together at 0 by three tenants with no usage: they
-    # run in file order although their ids sort a, m, z. low (t1, submitted at 1) would follow m, but
-    # high (t1, priority 10, submitted at 5) overtakes everything still waiting when z ends at 100.
+    # 1 cpu, every job 100 s, one tenant. z, a, m are submitted together at 0: they run in file order
+    # although their ids sort a, m, z. low (submitted at 1) would follow m, but high (priority 10,
+    # submitted at 5) overtakes everything still waiting when z ends at 100.
     assert starts(rows) == {"z": 0.0, "high": 100.0, "a": 200.0, "m": 300.0, "low": 400.0}
 
 
