@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from tests.simulator.sim_cli import fedq, jobs_csv
+from tests.simulator.sim_cli import fedq, jobs_csv, scenario_job
 
 DAY = 86_400.0
 HOUR = 3_600.0
@@ -27,26 +27,10 @@ def cluster(cpus: int, name: str = "c1") -> dict[str, Any]:
 
 
 def job(
-    job_id: str,
-    tenant: str,
-    queue: str,
-    submit: float,
-    runtime: float,
-    cpus: int = 1,
-    *,
-    preemptible: bool = False,
+    job_id: str, tenant: str, queue: str, submit: float, runtime: float, cpus: int = 1, *, preemptible: bool = False
 ) -> dict[str, Any]:
     """One job: a gang of ``cpus`` one-cpu tasks (so it needs ``cpus`` nodes), walltime = runtime."""
-    return {
-        "id": job_id,
-        "tenant": tenant,
-        "queue": queue,
-        "submit": submit,
-        "runtime": runtime,
-        "walltime": runtime,
-        "preemptible": preemptible,
-        "tasks": [{"replicas": cpus, "resources": {"cpu": 1}}],
-    }
+    return scenario_job(job_id, submit, runtime, cpus, tenant=tenant, queue=queue, preemptible=preemptible)
 
 
 def backlog(

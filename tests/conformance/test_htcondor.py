@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.conformance.cases import DAY, backlog, job, scenario, simulate, started_at
 
 
@@ -64,29 +66,25 @@ def test_pie_spin_gives_what_a_small_demand_leaves_to_the_others(tmp_path: Path)
     assert started_at(rows, 0) == {"qa": 45, "qb": 45, "qc": 10}
 
 
-def test_group_quotas_without_surplus_are_hard(tmp_path: Path) -> None:
-    """GROUP_QUOTA with GROUP_ACCEPT_SURPLUS = False: a group never runs past its quota, even with
-    cpus idle."""
+@pytest.mark.parametrize(
+    ("surplus", "expected"),
+    [
+        # GROUP_ACCEPT_SURPLUS = False: a group never runs past its quota, even with cpus idle.
+        # physics: min(quota 40, demand 150) = 40; chemistry: min(60, 20) = 20; 40 cpus stay idle.
+        (False, {"physics": 40, "chemistry": 20}),
+        # GROUP_ACCEPT_SURPLUS = True: floors physics 40, chemistry min(60, 20) = 20; the 40 that
+        # chemistry leaves go to whoever still wants: physics 80.
+        (True, {"physics": 80, "chemistry": 20}),
+    ],
+)
+def test_group_quotas_with_and_without_surplus(tmp_path: Path, surplus: bool, expected: dict[str, int]) -> None:
     queues = [
-        {"name": "physics", "guarantee": {"cpu": 40}, "acceptSurplus": False, "tenants": ["pia"]},
-        {"name": "chemistry", "guarantee": {"cpu": 60}, "acceptSurplus": False, "tenants": ["cho"]},
+        {"name": "physics", "guarantee": {"cpu": 40}, "acceptSurplus": surplus, "tenants": ["pia"]},
+        {"name": "chemistry", "guarantee": {"cpu": 60}, "acceptSurplus": surplus, "tenants": ["cho"]},
     ]
     jobs = [*backlog("p", "pia", "physics", 150, 0), *backlog("c", "cho", "chemistry", 20, 0)]
     rows = simulate(scenario(100, queues, jobs), tmp_path)
-    # physics: min(quota 40, demand 150) = 40; chemistry: min(60, 20) = 20; 40 cpus stay idle.
-    assert started_at(rows, 0) == {"physics": 40, "chemistry": 20}
-
-
-def test_group_quotas_with_surplus_lend_what_a_group_leaves(tmp_path: Path) -> None:
-    """GROUP_ACCEPT_SURPLUS = True: chemistry's unused 40 of its 60 go to physics."""
-    queues = [
-        {"name": "physics", "guarantee": {"cpu": 40}, "acceptSurplus": True, "tenants": ["pia"]},
-        {"name": "chemistry", "guarantee": {"cpu": 60}, "acceptSurplus": True, "tenants": ["cho"]},
-    ]
-    jobs = [*backlog("p", "pia", "physics", 150, 0), *backlog("c", "cho", "chemistry", 20, 0)]
-    rows = simulate(scenario(100, queues, jobs), tmp_path)
-    # Floors: physics 40, chemistry min(60, 20) = 20. The 40 left go to whoever still wants: physics.
-    assert started_at(rows, 0) == {"physics": 80, "chemistry": 20}
+    assert started_at(rows, 0) == expected
 
 
 def _surplus_tree(a1_demand: int) -> tuple[list[dict[str, object]], list[dict[str, object]]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import Any
 
 from federation.cli import main
 
@@ -31,3 +32,18 @@ def simulate_scenario(name: str, out: Path, *flags: str) -> dict[str, dict[str, 
 
 def starts(rows: dict[str, dict[str, str]]) -> dict[str, float | None]:
     return {job: float(row["start"]) if row["start"] else None for job, row in rows.items()}
+
+
+def scenario_job(job_id: str, submit: float, runtime: float, cpus: int = 1, **extra: Any) -> dict[str, Any]:
+    """One scenario job: a gang of ``cpus`` one-cpu tasks (walltime = runtime unless given)."""
+    tenant, queue = extra.pop("tenant", "alice"), extra.pop("queue", "batch")
+    return {
+        "id": job_id,
+        "tenant": tenant,
+        "queue": queue,
+        "submit": submit,
+        "runtime": runtime,
+        "walltime": extra.pop("walltime", runtime or 1),
+        "tasks": [{"replicas": cpus, "resources": {"cpu": 1}}],
+        **extra,
+    }

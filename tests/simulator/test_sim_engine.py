@@ -15,20 +15,7 @@ from federation.simulator.run import with_policy
 from federation.simulator.scenario import Scenario, ScenarioFile
 from federation.simulator.swf import SwfJob, SwfTrace
 from federation.simulator.trace import scenario_from_swf
-
-
-def job(job_id: str, submit: float, runtime: float, cpus: int = 1, **extra: Any) -> dict[str, Any]:
-    tenant, queue = extra.pop("tenant", "alice"), extra.pop("queue", "batch")
-    return {
-        "id": job_id,
-        "tenant": tenant,
-        "queue": queue,
-        "submit": submit,
-        "runtime": runtime,
-        "walltime": extra.pop("walltime", runtime or 1),
-        "tasks": [{"replicas": cpus, "resources": {"cpu": 1}}],
-        **extra,
-    }
+from tests.simulator.sim_cli import scenario_job as job
 
 
 def scenario(nodes: int, jobs: list[dict[str, Any]], **document: Any) -> Scenario:
