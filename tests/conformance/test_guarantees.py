@@ -10,8 +10,9 @@ a queue back only to its fair-share slice, never below it (nor below its guarant
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from tests.conformance.cases import backlog, scenario, simulate, start, started_at
+from tests.conformance.cases import Rows, backlog, scenario, simulate, start, started_at
 
 PROD_SCRATCH = [
     {"name": "prod", "guarantee": {"cpu": 6}, "tenants": ["pat"]},
@@ -20,12 +21,15 @@ PROD_SCRATCH = [
 RECLAIM = {"enabled": True, "grace": "30s", "maxPerMinute": 20}
 
 
-def test_a_guarantee_is_reclaimed_and_a_cap_never_exceeded(tmp_path: Path) -> None:
+def guarantee_case() -> dict[str, Any]:
     jobs = [
         *backlog("s", "sam", "scratch", 10, 0, runtime=1000, preemptible=True),
         *backlog("p", "pat", "prod", 6, 100, runtime=100),
     ]
-    rows = simulate(scenario(10, PROD_SCRATCH, jobs, reclaim=RECLAIM), tmp_path)
+    return scenario(10, PROD_SCRATCH, jobs, reclaim=RECLAIM)
+
+
+def check_guarantee(rows: Rows) -> None:
     # jobs.csv keeps a job's last start, so an evicted job shows when it started again.
     # 10 cpus. At 0 scratch alone wants 10 but its cap is 8: s000..s007 start, 2 cpus stay idle.
     # At 100 prod wants 6 = its guarantee: prod's slice 6, scratch's 10 - 6 = 4. prod takes the 2
@@ -36,6 +40,10 @@ def test_a_guarantee_is_reclaimed_and_a_cap_never_exceeded(tmp_path: Path) -> No
     # that were waiting already); the last 2 wait for the first ends at 1000, with 2 cpus idle.
     assert started_at(rows, 100) == {"prod": 6}
     assert [start(rows, f"s{i:03d}") for i in range(10)] == [200.0] * 2 + [1000.0] * 2 + [0.0] * 4 + [200.0] * 2
+
+
+def test_a_guarantee_is_reclaimed_and_a_cap_never_exceeded(tmp_path: Path) -> None:
+    check_guarantee(simulate(guarantee_case(), tmp_path))
 
 
 def test_reclaim_waits_for_the_grace_period_and_no_longer(tmp_path: Path) -> None:

@@ -16,10 +16,11 @@ Every history below starts at RUP 0.5 (a new user) at t = 0.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.conformance.cases import DAY, backlog, job, scenario, simulate, started_at
+from tests.conformance.cases import DAY, Rows, backlog, job, scenario, simulate, started_at
 
 
 def rup_after(rup: float, rate: float, dt: float, half_life: float) -> float:
@@ -36,16 +37,23 @@ def two_queues(**extra: dict[str, object]) -> list[dict[str, object]]:
     ]
 
 
-def test_newcomer_queue_gets_its_decayed_slice_not_half(tmp_path: Path) -> None:
+def newcomer_case() -> dict[str, Any]:
     """Issue 21's two-queue case: the conf once capped qb at its weight's half (50/50)."""
     history = job("H", "alice", "qa", 0, 2 * DAY, cpus=100)
     jobs = [history, *backlog("a", "alice", "qa", 150, 2 * DAY), *backlog("b", "bob", "qb", 150, 2 * DAY)]
-    rows = simulate(scenario(100, two_queues(), jobs), tmp_path)
+    return scenario(100, two_queues(), jobs)
+
+
+def check_newcomer(rows: Rows) -> None:
     # qa ran 100 cpus for two half-lives: RUP = 0.25*0.5 + 0.75*100 = 75.125; qb is new: 0.5.
     assert abs(rup_after(0.5, 100, 2 * DAY, DAY) - 75.125) < 1e-9
     # Slices of 100 by 1/EUP: qa = 100 * (1/75.125) / (1/75.125 + 1/0.5) = 0.661, qb = 99.339.
     # qb (bigger slice) goes first; qa, below its 0.661, takes one job; qb takes the other 99.
     assert started_at(rows, 2 * DAY) == {"qb": 99, "qa": 1}
+
+
+def test_newcomer_queue_gets_its_decayed_slice_not_half(tmp_path: Path) -> None:
+    check_newcomer(simulate(newcomer_case(), tmp_path))
 
 
 def test_pie_spin_with_priority_factors(tmp_path: Path) -> None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from tests.conformance.cases import backlog, scenario, simulate, started_at
+from tests.conformance.cases import Rows, backlog, scenario, simulate, started_at
 
 TREE = [
     {
@@ -35,9 +36,12 @@ TREE = [
 LEAVES = ["a.a1", "a.a2.x", "a.a2.y", "b.b1", "b.b2", "b.b3"]
 
 
-def test_three_levels_with_uneven_weights(tmp_path: Path) -> None:
+def tree_case() -> dict[str, Any]:
     jobs = [j for i, leaf in enumerate(LEAVES) for j in backlog(f"j{i}-", "u", leaf, 100, 0)]
-    rows = simulate(scenario(96, TREE, jobs), tmp_path)
+    return scenario(96, TREE, jobs)
+
+
+def check_tree(rows: Rows) -> None:
     # Nobody has used anything: every RUP is 0.5, so EUP = 0.5 / weight and slices go as weights.
     # Level 1 (3 : 1 of 96): a 72, b 24.
     # Level 2: a's 72 as 1 : 2 -> a1 24, a2 48; b's 24 as 1 : 1 : 2 -> b1 6, b2 6, b3 12.
@@ -46,3 +50,7 @@ def test_three_levels_with_uneven_weights(tmp_path: Path) -> None:
     expected = {"a.a1": 24, "a.a2.x": 12, "a.a2.y": 36, "b.b1": 6, "b.b2": 6, "b.b3": 12}
     assert sum(expected.values()) == 96
     assert started_at(rows, 0) == expected
+
+
+def test_three_levels_with_uneven_weights(tmp_path: Path) -> None:
+    check_tree(simulate(tree_case(), tmp_path))
