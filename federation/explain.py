@@ -4,7 +4,8 @@ The leader writes its last cycle's reasons, reservations and line under ``sched/
 the waiting jobs in the order the cycle took them up (fair share between queues and tenants, then
 priority and submit time), so a job's place in it is its true place. A job the cycle did not reach
 (or beyond the published part) gets its place in its own queue by priority and submit time from the
-index. Any API replica can answer.
+index. Any API replica can answer. Times in its text are UTC with how far they are from the API's
+clock (the one it judges clusters by); its numbers stay epoch seconds for clients.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from federation.clusters import ClusterService
 from federation.jobs import JobRepository
 from federation.models import JobRecord, JobState
 from federation.store import Store, count_many
+from policies.format import format_labels, format_when
 
 QUEUED = (JobState.PENDING, JobState.RESERVED, JobState.UNSCHEDULABLE)
 
@@ -97,7 +99,7 @@ async def explain(
     out["clusters"] = await _matching_clusters(clusters, record, lost_after)
     out["cycle_time"] = status.get("time")
     out["projected_start"] = _projected_start(record, reservation, out["clusters"])
-    out["summary"] = _summary(record, reasons, reservation, out)
+    out["summary"] = _summary(record, reasons, reservation, out, clusters.clock.now())
     return out
 
 
@@ -152,15 +154,22 @@ def _projected_start(
 
 
 def _summary(
-    record: JobRecord, reasons: list[dict[str, Any]], reservation: dict[str, Any] | None, out: dict[str, Any]
+    record: JobRecord,
+    reasons: list[dict[str, Any]],
+    reservation: dict[str, Any] | None,
+    out: dict[str, Any],
+    now: float,
 ) -> str:
     if record.state is JobState.UNSCHEDULABLE:
         return f"Unschedulable: {record.reason}"
     if reservation is not None:
         where = ", ".join(reservation["clusters"])
-        return f"holds a reservation on {where} from t={reservation['start']:.0f}"
+        return f"holds a reservation on {where} from {format_when(reservation['start'], now)}"
     if not out["clusters"]:
-        return f"no cluster matches its clusterSelector {record.spec.cluster_selector}"
+        selector = record.spec.cluster_selector
+        if not selector:
+            return "no cluster has joined"
+        return f"no cluster matches its clusterSelector {format_labels(selector)}"
     if not any(c["state"] == "Ready" for c in out["clusters"]):
         states = ", ".join(f"{c['name']} {c['state']}" for c in out["clusters"])
         return f"every matching cluster is unavailable ({states})"
@@ -170,7 +179,7 @@ def _summary(
         if first["code"] == "reservation" and out["other_reservations"]:
             other = out["other_reservations"][0]
             whose = f"job {other['job']}" if other["job"] is not None else "another tenant's job"
-            text += f" ({whose} reserved from t={other['start']:.0f})"
+            text += f" ({whose} reserved from {format_when(other['start'], now)})"
         return text
     position = out["position"]
     return f"waiting its turn: {position['in_queue']} of {position['queue_length']} in queue {record.queue}"

@@ -58,11 +58,15 @@ def parse_duration(value: str | int | float) -> float:
 
 
 def format_duration(seconds: float) -> str:
-    """The shortest spelling ``parse_duration`` reads back exactly: 604800 -> '7d', 5400 -> '90m'."""
-    for unit in ("d", "h", "m", "s"):
-        size = _DURATION_UNITS[unit]
-        if seconds >= size and (seconds / size).is_integer():
-            return f"{seconds / size:.0f}{unit}"
+    """The spelling ``parse_duration`` reads back exactly, largest unit first: 4800 -> '1h20m', 604800 -> '7d'."""
+    if seconds > 0 and float(seconds).is_integer():
+        left = int(seconds)
+        parts = []
+        for unit in ("d", "h", "m", "s"):
+            count, left = divmod(left, int(_DURATION_UNITS[unit]))
+            if count:
+                parts.append(f"{count}{unit}")
+        return "".join(parts)
     # repr is the shortest decimal that reads back as the same float; Decimal writes it without an
     # exponent (1e-07 -> 0.0000001), which parse_duration does not read. (A fixed six places lost digits.)
     text = format(Decimal(repr(float(seconds))), "f")

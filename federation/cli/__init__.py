@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 from federation import up
 from federation.cli import admin, jobs, report, server, simulate
@@ -34,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.now = time.time()  # the one clock read: commands show times relative to it
     configure_logging()
     try:
         code: int = args.func(args)

@@ -6,20 +6,20 @@ import argparse
 from typing import Any
 
 from federation.cli.context import client_from, output_of
-from federation.cli.output import emit, format_quantity
+from federation.cli.output import emit
 from federation.config import load_yaml_file
+from policies.format import format_labels, format_resources, format_span
 
 
 def _flatten(nodes: list[dict[str, Any]], depth: int = 0) -> list[list[Any]]:
     rows: list[list[Any]] = []
     for node in nodes:
-        limits = lambda res: ", ".join(f"{k}={v:g}" for k, v in res.items())  # noqa: E731
         rows.append(
             [
                 "  " * depth + node["name"],
                 node["weight"],
-                limits(node["guarantee"]),
-                limits(node["cap"]),
+                _amounts(node["guarantee"]),
+                _amounts(node["cap"]),
                 "yes" if node["acceptSurplus"] else "no",
                 ",".join(node["tenants"]),
                 node["pending"],
@@ -66,7 +66,8 @@ def cmd_token_create(args: argparse.Namespace) -> int:
 
 
 def _amounts(resources: dict[str, float]) -> str:
-    return ", ".join(f"{name}={format_quantity(name, amount)}" for name, amount in sorted(resources.items()))
+    """A table cell: empty for none, where the API's text would say 'nothing'."""
+    return format_resources(resources) if resources else ""
 
 
 def cmd_clusters(args: argparse.Namespace) -> int:
@@ -87,8 +88,8 @@ def cmd_clusters(args: argparse.Namespace) -> int:
             _amounts(c["capacity"]),
             _amounts(c["free"]),
             c["running"],
-            "" if c["last_report_age"] is None else f"{c['last_report_age']:.1f}s",
-            ",".join(f"{k}={v}" for k, v in c["labels"].items()),
+            "" if c["last_report_age"] is None else f"{format_span(c['last_report_age'])} ago",
+            format_labels(c["labels"]) if c["labels"] else "",
         ]
         for c in listing["items"]
     ]

@@ -1,4 +1,5 @@
-"""``fedq submit | jobs | job | cancel``."""
+"""``fedq submit | jobs | job | cancel | explain``. Tables show times in the local zone with how long
+ago (or ahead) they are from ``args.now``, which the entry point reads once."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from typing import Any
 import yaml
 
 from federation.cli.context import client_from, output_of
-from federation.cli.output import emit, when
+from federation.cli.output import emit
+from federation.models.job import TaskSpec
+from policies.format import format_resources, format_when
+from policies.units import format_duration
 
 
 def read_documents(path: str) -> list[Any]:
@@ -61,7 +65,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
                 i["queue"],
                 i["state"],
                 i["priority"],
-                when(i["submit_time"]),
+                format_when(i["submit_time"], args.now, local=True),
                 i.get("cluster", ""),
                 i.get("reason", ""),
             ]
@@ -69,6 +73,9 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         ],
     )
     return 0
+
+
+_TIMES = (("submitted", "submit_time"), ("started", "start_time"), ("ended", "end_time"))
 
 
 def cmd_job(args: argparse.Namespace) -> int:
@@ -90,14 +97,21 @@ def cmd_job(args: argparse.Namespace) -> int:
         "attempt",
         "exit_code",
     ]
-    emit(job, "table", columns=["FIELD", "VALUE"], rows=[[f, job.get(f)] for f in fields], title=f"job {job['id']}")
+    rows = [[f, job.get(f)] for f in fields]
+    rows += [[f, format_when(job[t], args.now, local=True)] for f, t in _TIMES if job.get(t) is not None]
+    spec = job["spec"]
+    if spec.get("walltime") is not None:
+        rows.append(["walltime", format_duration(spec["walltime"])])
+    for task in map(TaskSpec.model_validate, spec["tasks"]):  # the detail leaves defaults out
+        rows.append([f"task {task.name}", f"{task.replicas} x {format_resources(task.resources)}"])
+    emit(job, "table", columns=["FIELD", "VALUE"], rows=rows, title=f"job {job['id']}")
     emit(
         job,
         "table",
         columns=["TIME", "FROM", "TO", "REASON", "CLUSTER", "EPOCH"],
         rows=[
             [
-                when(e["time"]),
+                format_when(e["time"], args.now, local=True),
                 e.get("from") or "",
                 e["to"],
                 e.get("reason", ""),
@@ -143,9 +157,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
         rows.append(["position", place])
         rows += [["policy", f"{r['policy']}: {r['message']}"] for r in why["reasons"]]
         if why.get("projected_start"):
-            rows.append(
-                ["projected start", f"{when(why['projected_start']['time'])} ({why['projected_start']['basis']})"]
-            )
+            start = why["projected_start"]
+            rows.append(["projected start", f"{format_when(start['time'], args.now, local=True)}, {start['basis']}"])
         rows += [["cluster", f"{c['name']}: {c['state']}"] for c in why["clusters"]]
     emit(why, "table", columns=["", ""], rows=rows, title=f"why is {why['id']} {why['state']}?")
     return 0

@@ -1,11 +1,11 @@
-"""Rendering results as a rich table, JSON or YAML, the same way for every command."""
+"""Rendering results as a rich table, JSON or YAML, the same way for every command (the cells' text
+comes from ``policies.format``, as the API's does)."""
 
 from __future__ import annotations
 
 import json
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 import yaml
@@ -15,12 +15,6 @@ from rich.table import Table
 _PIPE_WIDTH = 240  # piped output is for scripts and logs: do not squeeze it into 80 columns
 console = Console(width=None if sys.stdout.isatty() else _PIPE_WIDTH)
 errors = Console(stderr=True, width=None if sys.stderr.isatty() else _PIPE_WIDTH)
-
-
-def when(timestamp: float | None) -> str:
-    if timestamp is None:
-        return ""
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def emit(
@@ -43,12 +37,3 @@ def emit(
 def fail(message: str, code: int) -> int:
     errors.print(f"[red]error:[/red] {message}", highlight=False, markup=True)
     return code
-
-
-def format_quantity(resource: str, amount: float) -> str:
-    """Memory-like quantities in binary units, the rest as plain numbers."""
-    if resource in ("memory", "ephemeral-storage") or resource.endswith("memory"):
-        for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
-            if abs(amount) >= size:
-                return f"{amount / size:.4g}{unit}"
-    return f"{amount:.4g}"

@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from federation.cli.context import client_from, common_options, output_of
-from federation.cli.output import emit, when
+from federation.cli.output import emit
 from federation.reports.models import QuotaReport, UserPrioReport
 from federation.reports.render import (
     CLUSTER_COLUMNS,
@@ -22,6 +22,8 @@ from federation.reports.render import (
     userprio_csv,
     userprio_rows,
 )
+from policies.format import format_number, format_time
+from policies.units import format_duration
 
 DEFAULT_PLOT_BINS = 96
 
@@ -42,7 +44,7 @@ def cmd_quota(args: argparse.Namespace) -> int:
         assert report.series is not None, "the server sent no usage series"
         from federation.reports.plot import plot_quota  # matplotlib: ~0.5 s, paid only by --plot
 
-        window = f"{when(report.since)} to {when(report.until)} UTC"
+        window = f"{format_time(report.since, local=True)} to {format_time(report.until, local=True)}"
         fair = {row.tenant: row.fair_share for row in report.tenants}
         plot_quota(report.series, fair, args.plot, title=f"Usage against fair share, {window}")
         data.pop("series", None)
@@ -51,8 +53,8 @@ def cmd_quota(args: argparse.Namespace) -> int:
         sys.stdout.write(quota_csv(report))
         return 0
     title = (
-        f"Quota {when(report.since)} to {when(report.until)} UTC - "
-        f"{report.allocated_units:.4g} of {report.capacity_units:.4g} units allocated"
+        f"Quota {format_time(report.since, local=True)} to {format_time(report.until, local=True)} - "
+        f"{format_number(report.allocated_units)} of {format_number(report.capacity_units)} units allocated"
     )
     columns = CLUSTER_COLUMNS if report.by_cluster else QUOTA_COLUMNS
     emit(data, output, columns=columns, rows=quota_rows(report), title=title)
@@ -66,7 +68,7 @@ def cmd_userprio(args: argparse.Namespace) -> int:
     if output_of(args) == "csv":
         sys.stdout.write(userprio_csv(report))
         return 0
-    title = f"User priorities (half-life {report.half_life / 3600:g} h), lowest effective priority first"
+    title = f"User priorities (half-life {format_duration(report.half_life)}), lowest effective priority first"
     emit(data, output_of(args), columns=USERPRIO_COLUMNS, rows=userprio_rows(report), title=title)
     return 0
 

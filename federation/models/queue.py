@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from federation.models.resources import Resources
+from policies.format import format_quantity
 from policies.units import parse_duration
 
 _QUEUE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$")
@@ -64,7 +65,8 @@ class QueueConfig(BaseModel):
         for resource, amount in self.guarantee.items():
             cap = self.cap.get(resource)
             if cap is not None and amount > cap:
-                raise ValueError(f"queue {self.name!r}: guarantee of {resource} ({amount:g}) exceeds its cap ({cap:g})")
+                least, most = format_quantity(resource, amount), format_quantity(resource, cap)
+                raise ValueError(f"queue {self.name!r}: guarantee of {resource} ({least}) exceeds its cap ({most})")
         names = [child.name for child in self.children]
         if len(set(names)) != len(names):
             raise ValueError(f"queue {self.name!r}: child queue names must be unique")
@@ -72,7 +74,8 @@ class QueueConfig(BaseModel):
             given = sum(child.guarantee.get(resource, 0.0) for child in self.children)
             if self.children and given > amount + 1e-9:
                 raise ValueError(
-                    f"queue {self.name!r}: children guarantee {given:g} {resource}, more than its own {amount:g}"
+                    f"queue {self.name!r}: children guarantee {format_quantity(resource, given)} {resource}, "
+                    f"more than its own {format_quantity(resource, amount)}"
                 )
         if self.children and self.tenants:
             raise ValueError(f"queue {self.name!r}: only leaf queues take tenants; move them to a child queue")

@@ -18,6 +18,7 @@ from federation.reports.models import Amount, ClusterRow, QueueRow, QuotaReport,
 from federation.reports.targets import borrowed_and_lent, fair_share_targets
 from federation.simulator.metrics import percentile
 from policies import resources as res
+from policies.format import format_time
 from policies.shares import effective_priority
 
 HOUR = 3600.0
@@ -59,7 +60,7 @@ def build_quota_report(
 ) -> QuotaReport:
     """The report at ``snapshot.time`` over the window ``[since, until]``; ``bins`` > 0 adds a usage series."""
     if until < since:
-        raise ValueError(f"the window ends ({until:g}) before it starts ({since:g})")
+        raise ValueError(f"the window ends ({format_time(until)}) before it starts ({format_time(since)})")
     in_scope = _scope(tree, queue)
     weights = snapshot.weights
     known = known_tenants(tree, snapshot, jobs) | ({tenant} if tenant is not None else set())

@@ -45,6 +45,7 @@ from federation.scheduler.state import ON_CLUSTER, FederationState, held_by
 from federation.scheduler.upkeep import StoreUpkeep
 from federation.store import CompactedError, KeyValue, Store, StoreError, WatchEvent, get_many
 from policies.clock import Clock
+from policies.format import format_time
 
 log = structlog.get_logger("fedq.scheduler")
 
@@ -488,7 +489,7 @@ class SchedulerService:
                 if entry.state is not JobState.RESERVED:
                     reservation = plan.reservations[job_id]
                     where = ", ".join(sorted(reservation.nodes))
-                    reason = f"reserved on {where} from {reservation.start:.0f}"
+                    reason = f"reserved on {where} from {format_time(reservation.start)}"
                     changes.append(mark_change(entry, JobState.RESERVED, now, reason))
             elif entry.state is not JobState.PENDING:
                 changes.append(mark_change(entry, JobState.PENDING, now, "waiting"))

@@ -8,6 +8,7 @@ stops after ``lookahead`` consecutive refusals, so 100,000 pending jobs cost onl
 from __future__ import annotations
 
 from policies import resources as res
+from policies.format import format_resources
 from policies.framework.decisions import NOT_ENQUEUED, split_reason
 from policies.framework.jobs import OrderedJobs
 from policies.framework.registry import register_action
@@ -35,7 +36,8 @@ class Enqueue(Action):
                 continue
             need = job.min_request()
             if not res.fits(need, window):
-                ssn.why(job, NOT_ENQUEUED, self.name, f"admission window {window} cannot hold {need}")
+                held = f"admission window {format_resources(window)} cannot hold {format_resources(need)}"
+                ssn.why(job, NOT_ENQUEUED, self.name, held)
                 refused += 1
                 continue
             veto = ssn.job_enqueueable(job)

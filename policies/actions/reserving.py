@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from policies import resources as res
+from policies.format import format_resources, format_time
 from policies.framework.decisions import RESERVED, TOO_BIG
 from policies.framework.session import Session
 from policies.profile import ReservationBook, releases_of
@@ -43,13 +44,15 @@ def book(ssn: Session, job: JobInfo) -> bool:
     ledger = reservation_book(ssn)
     found = ledger.earliest(nodes, size, min(need, len(tasks)), job.walltime, ssn.whole_job)
     if found is None:
-        ssn.why(job, TOO_BIG, "reserve", f"no node set can ever hold {need} x {size}")
+        noun = ssn.placer.noun
+        none = f"no {noun}" if ssn.whole_job else f"no set of {noun}s"
+        ssn.why(job, TOO_BIG, "reserve", f"{none} can ever hold {need} tasks of {format_resources(size)} at once")
         return False
     start, where = found
     booked = ledger.reserve(job.id, start, job.walltime, size, where)
     ssn.decisions.reservations.append(booked)
     ssn.reserved.add(job.id)
-    ssn.why(job, RESERVED, "reserve", f"reserved {where} from t={start:.0f}")
+    ssn.why(job, RESERVED, "reserve", f"reserved on {', '.join(sorted(where))} from {format_time(start)}")
     return True
 
 

@@ -17,8 +17,17 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING
 
 from policies import resources as res
+from policies.format import format_resources
 from policies.framework.conf import SchedulerConf
-from policies.framework.decisions import FAIR_SHARE, INSUFFICIENT, RESERVATION, split_reason
+from policies.framework.decisions import (
+    CORDONED,
+    FAIR_SHARE,
+    INSUFFICIENT,
+    LABELS,
+    RESERVATION,
+    TOO_BIG,
+    split_reason,
+)
 from policies.framework.statement import Statement
 from policies.resources import Resources
 from policies.snapshot import JobInfo, NodeInfo, TaskInfo
@@ -39,7 +48,7 @@ class _Shape:
         self.heap: list[tuple[float, int, int]] = []
         self.cursor = 0
         self.fails: dict[int, str] = {}
-        self.summary: tuple[str, str] | None = None
+        self.summary: dict[tuple[tuple[str, float], ...] | None, tuple[str, str]] = {}  # explain's, by whole need
         self.summary_at = -1
 
 
@@ -189,20 +198,42 @@ class Placer:
             for entry in taken:
                 heapq.heappush(heap, entry)
 
-    def explain(self, task: TaskInfo, job: JobInfo) -> tuple[str, str]:
-        """Why no node takes ``task``: the commonest predicate failure and a count of each."""
+    @property
+    def noun(self) -> str:
+        """What this session's nodes are: member clusters (summarised by node shape) or nodes; with
+        none, clusters when the conf places whole jobs (as the global one does)."""
+        nodes = self.ssn.nodes
+        return "cluster" if (nodes[0].shapes is not None if nodes else self.ssn.whole_job) else "node"
+
+    def explain(self, task: TaskInfo, job: JobInfo, whole: Resources | None = None) -> tuple[str, str]:
+        """Why no node takes ``task`` (or, with ``whole``, the whole job whose largest task it is): the
+        nearest miss, and a count of each. A node that matches the job and only lacks room now means
+        the job waits for room, however many others lack its labels. Kept per shape until a node
+        changes: a backlog asks it of job after job."""
         shape = self._shape(task, job)
-        if shape.summary is None or shape.summary_at != shape.cursor:
-            counts = Counter(shape.fails.values())
-            total = len(self.ssn.nodes)
-            if counts:
-                code = counts.most_common(1)[0][0]
-                detail = ", ".join(f"{n} {c}" for c, n in counts.most_common())
-                shape.summary = (code, f"0/{total} nodes fit {dict(task.resources)}: {detail}")
-            else:
-                shape.summary = (INSUFFICIENT, f"no node of {total} is free for {dict(task.resources)}")
+        if shape.summary_at != shape.cursor:
+            shape.summary.clear()
             shape.summary_at = shape.cursor
-        return shape.summary
+        key = None if whole is None else tuple(sorted(whole.items()))
+        said = shape.summary.get(key)
+        if said is None:
+            said = shape.summary[key] = self._why_not(shape, whole)
+        return said
+
+    def _why_not(self, shape: _Shape, whole: Resources | None) -> tuple[str, str]:
+        version = self.ssn.node_version
+        fitting = sum(1 for _, i, v in shape.heap if v == version[i])
+        counts = Counter(shape.fails.values())
+        missed = sorted(counts, key=_nearness)
+        noun = self.noun
+        parts = [f"{counts[c]} {_phrase(c, noun)}" for c in missed]
+        if fitting:  # they fit a task, yet the caller could not use them: the whole job, or reservations
+            held = "short of room for all of it" if whole is not None else "kept for a reservation"
+            parts.insert(0, f"{fitting} {held}")
+        code = INSUFFICIENT if fitting or not missed else missed[0]
+        what = format_resources(shape.task.resources) if whole is None else f"the whole job ({format_resources(whole)})"
+        detail = ", ".join(parts) or f"there are no {noun}s"
+        return code, f"0/{len(self.ssn.nodes)} {noun}s can take {what} now: {detail}"
 
     # ---- placing a job -------------------------------------------------------------------------
 
@@ -279,9 +310,26 @@ class Placer:
                     return True
             finally:
                 candidates.close()
-        code, message = self.explain(largest, job)
-        ssn.why(job, code, "allocate", message if code != INSUFFICIENT else f"no cluster has room for {need}")
+        code, message = self.explain(largest, job, need)
+        ssn.why(job, code, "allocate", message)
         return False
+
+
+# How near each predicate's failure comes to placing the task: the predicates check labels, then size,
+# then cordon, and the framework then room, so a node that fails later got further (any other
+# plugin's predicate ranks after size, labels last).
+_NEAREST = {INSUFFICIENT: 0, CORDONED: 1, TOO_BIG: 2, LABELS: 4}
+_PHRASES = {INSUFFICIENT: "short of room", CORDONED: "cordoned", LABELS: "not matching its clusterSelector"}
+
+
+def _nearness(code: str) -> int:
+    return _NEAREST.get(code, 3)
+
+
+def _phrase(code: str, noun: str) -> str:
+    if code == TOO_BIG:
+        return "too small" if noun == "node" else "without a node big enough"
+    return _PHRASES.get(code, code)
 
 
 def _runs(tasks: list[TaskInfo]) -> list[tuple[TaskInfo, int]]:

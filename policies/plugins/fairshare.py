@@ -13,6 +13,7 @@ above theirs, so reclaim never undoes what allocation decided (as HTCondor preem
 from __future__ import annotations
 
 from policies import resources as res
+from policies.format import format_number
 from policies.framework.conf import Arguments
 from policies.framework.decisions import CAP, FAIR_SHARE
 from policies.framework.hooks import Fn
@@ -179,9 +180,9 @@ class FairShare(Plugin):
             if limit[q] != INF:
                 need = units(task.resources) if need is None else need
                 if before + placing + need > limit[q] + EPS:
-                    return f"{CAP}: queue {q} would exceed its {self.limit_kind(q)} ({limit[q]:g} units)"
+                    return f"{CAP}: queue {q} would exceed its {self.limit_kind(q)} ({format_number(limit[q])} units)"
             if not ssn.surplus and before >= slices.get(q, 0.0) - EPS:
-                return f"{FAIR_SHARE}: queue {q} holds its fair share ({slices.get(q, 0.0):.4g} units)"
+                return f"{FAIR_SHARE}: queue {q} holds its fair share ({format_number(slices.get(q, 0.0))} units)"
         if ssn.surplus:
             return None
         tenant_held = self.tenant_held(job.queue, job.tenant) - placing

@@ -1,7 +1,10 @@
-"""predicates: static node constraints (cordon, selector labels, task larger than any node).
+"""predicates: node constraints (selector labels, task larger than any node, cordon).
 
 Resource fit is the framework's own check (so no plugin can over-allocate a node); for a cluster
 the size check uses its largest node shape, so a task fits a cluster only if one node can hold it.
+The checks run from what never changes (labels, size) to what may (cordon), so the one that fails
+says how near a node came: a cordoned node would take the task once uncordoned. Explain names the
+nearest miss (``Placer.explain``).
 """
 
 from __future__ import annotations
@@ -27,8 +30,6 @@ class Predicates(Plugin):
         self.largest = {}  # per node, when first asked: a cycle judges few nodes afresh
 
     def predicate(self, task: TaskInfo, job: JobInfo, node: NodeInfo) -> str | None:
-        if node.unschedulable:
-            return CORDONED
         labels = node.labels
         for key, value in job.cluster_selector.items():
             if labels.get(key) != value:
@@ -38,4 +39,6 @@ class Predicates(Plugin):
             largest = self.largest[node.name] = node.largest_node()
         if not res.fits(task.resources, largest):
             return TOO_BIG
+        if node.unschedulable:
+            return CORDONED
         return None

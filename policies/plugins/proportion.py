@@ -10,6 +10,7 @@ its deserved share.
 from __future__ import annotations
 
 from policies import resources as res
+from policies.format import format_quantity, format_resources
 from policies.framework.decisions import CAP, OVERUSED
 from policies.framework.hooks import Fn
 from policies.framework.registry import register_plugin
@@ -81,8 +82,9 @@ class Proportion(Plugin):
             if all(v <= got.get(r, 0.0) + EPS for r, v in want.items()):
                 cap = ssn.queues[q].cap if q in ssn.queues else None
                 if cap and all(got.get(r, 0.0) + EPS >= v for r, v in cap.items() if r in want):
-                    return f"{CAP}: queue {q} holds {got}, its cap is {cap}"
-                return f"{OVERUSED}: queue {q or 'root'} holds {got}, its deserved share is {want}"
+                    return f"{CAP}: queue {q} holds {format_resources(got)}, its cap is {format_resources(cap)}"
+                held, deserved = format_resources(got), format_resources(want)
+                return f"{OVERUSED}: queue {q or 'root'} holds {held}, its deserved share is {deserved}"
         return None
 
     def allocatable(self, task: TaskInfo, job: JobInfo) -> str | None:
@@ -91,7 +93,8 @@ class Proportion(Plugin):
             want, got = self.deserved[q], ssn.allocated[q]
             for r, qty in task.resources.items():
                 if qty > 0 and got.get(r, 0.0) + qty > want.get(r, 0.0) + EPS:
-                    return f"{OVERUSED}: queue {q} would exceed its deserved {r} ({want.get(r, 0.0):g})"
+                    deserved = format_quantity(r, want.get(r, 0.0))
+                    return f"{OVERUSED}: queue {q} would exceed its deserved {r} ({deserved})"
         return None
 
     def job_enqueueable(self, job: JobInfo) -> str | None:

@@ -6,6 +6,7 @@ holding resources idle ("reserve conditionally, after a timeout").
 
 from __future__ import annotations
 
+from policies.format import format_span
 from policies.framework.conf import Arguments
 from policies.framework.hooks import Fn
 from policies.framework.registry import register_plugin
@@ -32,4 +33,4 @@ class Reservation(Plugin):
         waited = self.now - job.waiting_from
         if waited >= self.after:
             return None
-        return f"waited {waited:.0f}s of the {self.after:.0f}s before a job may reserve"
+        return f"waited {format_span(waited)} of the {format_span(self.after)} before a job may reserve"

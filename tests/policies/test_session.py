@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from policy_builders import bound, conf, job, node, occupy, run, run_on
+from policy_builders import GI, bound, conf, job, node, occupy, run, run_on
 
 from policies import (
     ManualClock,
@@ -13,6 +13,7 @@ from policies import (
     NodeShape,
     PendingIndex,
     QueueInfo,
+    Reason,
     Snapshot,
     TaskStatus,
     Usage,
@@ -103,18 +104,62 @@ def test_closing_a_session_leaves_the_callers_snapshot_unchanged() -> None:
 
 
 def test_reasons_name_the_predicate_that_holds_each_job() -> None:
-    nodes = [node("n0", cpu=4, labels={"region": "eu"}), node("n1", cpu=4, unschedulable=True)]
+    """The nearest miss holds a job: a node that would take it once uncordoned says more than one that
+    is too small; every node is counted by why it missed."""
+    nodes = [node("n0", cpu=4, labels={"region": "eu"}), node("n1", cpu=8, unschedulable=True)]
     jobs = [
         job("wrong-region", cpu=1, cluster_selector={"region": "us"}),
         job("too-big", cpu=64),
+        job("cordoned", cpu=6),
         job("gang", tasks=3, cpu=2, submit=5),
     ]
     d = run(conf("allocate", ["gang"], ["predicates"]), Snapshot(nodes, jobs))
-    assert d.reasons["wrong-region"][0].code == "labels"
-    assert d.reasons["too-big"][0].code == "too-big"
-    assert "1 cordoned" in d.reasons["too-big"][0].message
+    assert d.reasons["wrong-region"][0] == Reason(
+        "labels", "allocate", "0/2 nodes can take cpu=1 now: 2 not matching its clusterSelector"
+    )
+    assert d.reasons["too-big"][0] == Reason("too-big", "allocate", "0/2 nodes can take cpu=64 now: 2 too small")
+    assert d.reasons["cordoned"][0] == Reason(
+        "cordoned", "allocate", "0/2 nodes can take cpu=6 now: 1 cordoned, 1 too small"
+    )
     assert d.reasons["gang"][-1].code == "gang"
     assert set(d.plugin_seconds) == {"gang", "predicates"} and d.plugin_seconds["predicates"] > 0
+
+
+def test_a_job_whose_matching_node_is_busy_waits_on_room_however_many_nodes_lack_its_labels() -> None:
+    """Issue 21: the commonest miss (labels, on two nodes) named the job's reason, though the one node
+    with its labels would take it once free."""
+    nodes = [node("n0", 4, 8 * GI, labels={"region": "eu"}), node("us1", 4, 8 * GI), node("us2", 4, 8 * GI)]
+    running = run_on(job("r", cpu=3, cluster_selector={"region": "eu"}), ["n0"])
+    occupy(nodes, [running])
+    waiting = job("w", cpu=2, memory=0.25 * GI, cluster_selector={"region": "eu"})
+    d = run(conf("allocate", ["predicates"]), Snapshot(nodes, [running, waiting]))
+    assert d.reasons["w"] == [
+        Reason(
+            "insufficient",
+            "allocate",
+            "0/3 nodes can take cpu=2, memory=256Mi now: 1 short of room, 2 not matching its clusterSelector",
+        )
+    ]
+
+
+def test_a_whole_job_placement_counts_clusters_and_says_what_the_whole_job_needs() -> None:
+    """At the global level each node is a cluster (node shapes): the reason counts clusters, and a
+    cluster that fits one task but not the whole job is short of room, not a label mismatch."""
+
+    def cluster(name: str, idle: float, labels: dict[str, str]) -> NodeInfo:
+        return NodeInfo(name, {}, labels=labels, shapes=[NodeShape({"cpu": 4.0}, {"cpu": idle}, 2)])
+
+    clusters = [cluster("eu", 2.0, {"region": "eu"}), cluster("us1", 4.0, {}), cluster("us2", 4.0, {})]
+    gang = job("g", tasks=3, cpu=2, cluster_selector={"region": "eu"})
+    d = run(conf("allocate", ["gang", "predicates"], placement="job"), Snapshot(clusters, [gang]))
+    assert d.reasons["g"] == [
+        Reason(
+            "insufficient",
+            "allocate",
+            "0/3 clusters can take the whole job (cpu=6) now: 1 short of room for all of it, "
+            "2 not matching its clusterSelector",
+        )
+    ]
 
 
 def test_conf_loader_reads_volcano_vocabulary_and_rejects_unknown_names() -> None:
@@ -172,6 +217,17 @@ def test_fair_share_hard_quota_holds_even_when_the_pie_is_spun_again() -> None:
     jobs = [job(f"c{i}", queue="capped", submit=i) for i in range(10)]
     d = run(conf("allocate", ["fairshare", "predicates"]), Snapshot(nodes, jobs, queues))
     assert len(d.binds) == 3 and d.reasons["c3"][-1].code == "cap"
+
+
+def test_proportion_says_the_deserved_share_as_a_quantity() -> None:
+    """Two equal queues on 8 cpu and 8Gi deserve 4Gi each: a second 3Gi job would exceed it (the
+    reason read "(4.29497e+09)" before)."""
+    nodes = [node("n0", 8, 8 * GI)]
+    queues = {"a": QueueInfo("a"), "b": QueueInfo("b")}
+    jobs = [job(f"{q}{i}", queue=q, cpu=1, memory=3 * GI, submit=i) for q in "ab" for i in range(2)]
+    d = run(conf("allocate", ["proportion", "predicates"]), Snapshot(nodes, jobs, queues))
+    assert bound(d) == {"a0": 1, "b0": 1}
+    assert d.reasons["a1"] == [Reason("overused", "proportion", "queue a would exceed its deserved memory (4Gi)")]
 
 
 def test_pending_index_feeds_a_session_in_priority_then_submit_order() -> None:

@@ -59,6 +59,7 @@ class Harness:
         name: str = "job",
         queue: str = "a",
         cpu: float = 1,
+        memory: str | None = None,
         replicas: int = 1,
         runtime: float = 100,
         walltime: float | None = None,
@@ -66,6 +67,7 @@ class Harness:
         selector: dict[str, str] | None = None,
         preemptible: bool = False,
     ) -> str:
+        resources: dict[str, float | str] = {"cpu": cpu} if memory is None else {"cpu": cpu, "memory": memory}
         manifest = JobManifest.model_validate(
             {
                 "metadata": {"name": name},
@@ -75,7 +77,7 @@ class Harness:
                     "walltime": walltime or runtime,
                     "preemptible": preemptible,
                     "clusterSelector": selector or {},
-                    "tasks": [{"replicas": replicas, "resources": {"cpu": cpu}, "runtime": runtime}],
+                    "tasks": [{"replicas": replicas, "resources": resources, "runtime": runtime}],
                 },
             }
         )

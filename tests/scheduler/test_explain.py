@@ -110,7 +110,14 @@ async def test_holding_and_waiting_behind_a_reservation(make_harness: HarnessFac
     holder = await explain(big)
     assert holder["state"] == "Reserved"
     assert holder["reservation"]["start"] == pytest.approx((await h.job(first)).start_time + 100)
-    assert holder["summary"].startswith("holds a reservation on c1")
+    # The harness clock starts at 1,000,000 s (1970-01-12T13:46:40Z); the first job ends 100 s later.
+    assert holder["summary"] == "holds a reservation on c1 from 1970-01-12T13:48:20+00:00 (in 1m39s)"
+    assert holder["reservation"]["start"] == 1_000_100  # machine fields stay epoch seconds
+    assert ("reserved", "reserved on c1 from 1970-01-12T13:48:20+00:00") in [
+        (r["code"], r["message"]) for r in holder["reasons"]
+    ]
+    record = await h.job(big)
+    assert record.reason == record.events[-1].reason == "reserved on c1 from 1970-01-12T13:48:20+00:00"
     assert holder["projected_start"]["basis"] == "its reservation"
     behind = await explain(long)
     assert "reservation" in codes(behind)
@@ -138,7 +145,8 @@ async def test_a_tenant_sees_another_tenants_reservation_without_its_job_id(
     assert as_y["other_reservations"] == [
         {"job": None, "clusters": {"c1": 1}, "start": pytest.approx(start), "end": pytest.approx(start + 100)}
     ]
-    assert "another tenant's job reserved from t=" in as_y["summary"] and big not in str(as_y)
+    assert as_y["summary"].endswith("(another tenant's job reserved from 1970-01-12T13:48:20+00:00 (in 1m39s))")
+    assert big not in str(as_y)
 
     as_admin = await explain(long)
     assert [(r["job"], r["tenant"]) for r in as_admin["other_reservations"]] == [(big, "x")]
@@ -152,8 +160,49 @@ async def test_no_cluster_matches_labels_and_too_big(make_harness: HarnessFactor
     huge = await h.submit("x", cpu=16)
     await h.tick()
     explain = await explain_of(h)
-    assert (await explain(mars))["summary"] == "Unschedulable: no cluster has the labels {'region': 'mars'}"
+    assert (await explain(mars))["summary"] == "Unschedulable: no cluster has the labels region=mars"
     why = await explain(huge)
     assert why["state"] == "Unschedulable"
     assert "task main needs cpu=16: more than any node of any matching cluster" in why["summary"]
     assert why["projected_start"] is None
+
+
+async def test_reasons_show_resources_as_quantities(make_harness: HarnessFactory, explain_of: Any) -> None:
+    h = await make_harness({}, {"queues": [{"name": "a"}]})
+    await h.join("c1", CPU4)
+    hungry = await h.submit("x", cpu=0.5, memory="256Mi")  # c1's nodes have no memory to give
+    await h.tick()
+    why = await (await explain_of(h))(hungry)
+    assert why["summary"] == (
+        "Unschedulable: task main needs cpu=500m, memory=256Mi: more than any node of any matching cluster"
+    )
+
+
+async def test_a_job_before_any_cluster_joined(make_harness: HarnessFactory, explain_of: Any) -> None:
+    h = await make_harness({}, {"queues": [{"name": "a"}]})
+    job = await h.submit("x")
+    await h.tick()
+    why = await (await explain_of(h))(job)
+    assert (why["state"], why["summary"]) == ("Pending", "no cluster has joined")
+
+
+async def test_a_gang_that_matches_labels_but_has_no_room_now_waits_on_capacity(
+    make_harness: HarnessFactory, explain_of: Any
+) -> None:
+    """Issue 21: the two clusters without its labels outnumbered the one that has them but is busy, and
+    explain said "no cluster matches its clusterSelector" and counted the clusters as nodes."""
+    h = await make_harness(NO_RESERVATIONS, {"queues": [{"name": "a"}]})
+    await h.join("c1", CPU4, {"region": "eu"})
+    await h.join("c2", CPU4, {"region": "us"})
+    await h.join("c3", CPU4, {"region": "us"})
+    await h.submit("x", cpu=2, runtime=1000, selector={"region": "eu"})
+    await h.tick()
+    gang = await h.submit("x", cpu=2, replicas=2, selector={"region": "eu"})
+    await h.tick(1)
+    why = await (await explain_of(h))(gang)
+    assert why["state"] == "Pending"
+    assert codes(why) == ["insufficient"]
+    assert why["summary"] == (
+        "held by capacity: no matching cluster has room now — 0/3 clusters can take the whole job (cpu=4) now: "
+        "1 short of room for all of it, 2 not matching its clusterSelector"
+    )

@@ -25,9 +25,9 @@ def test_a_bad_upkeep_duration_names_its_field(field: str, value: object) -> Non
 
 
 @pytest.mark.parametrize(
-    ("seconds", "shown"), [(604800, "7d"), (5400, "90m"), (90, "90s"), (1.5, "1.5s"), (7200, "2h")]
+    ("seconds", "shown"), [(604800, "7d"), (5400, "1h30m"), (90, "1m30s"), (1.5, "1.5s"), (7200, "2h")]
 )
-def test_durations_are_shown_in_their_largest_whole_unit(seconds: float, shown: str) -> None:
+def test_durations_are_shown_largest_unit_first(seconds: float, shown: str) -> None:
     assert format_duration(seconds) == shown
 
 
