@@ -19,11 +19,8 @@ FULL_PASS_SPACING = 100
 
 
 def keep_long_lived() -> None:
-    """Freeze what is alive now out of the collector's passes, and space its full passes.
-
-    Measured: while bench/dispatch.py dispatches 20,000 jobs through real etcd (about 10 s), 11 full
-    passes took 0.77 s before and 1 took 0.11 s after; a 5,000-job KTH replay made 11 (1.3 s), then
-    3 (0.2 s)."""
+    """Freeze what is alive now out of the collector's passes, and space its full passes (the
+    effect on dispatch and replays is in bench/HISTORY.md)."""
     gc.freeze()
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, FULL_PASS_SPACING)

@@ -8,9 +8,8 @@ entry found stale at the top is keyed again and pushed back, and nothing is re-s
 orders queues by the tree of one share (``queue_order`` is ``Session.tree_key`` over its
 ``queue_share``): each parent keeps a heap of its children. An allocation in a leaf moves the
 shares of its ancestors, which in a flat heap makes every leaf under them stale, and each is keyed
-again as it reaches the top (about four of the six keys a pop asked on ``bench/dispatch.py``'s
-4 x 5 queues). Level by level, only the entries on that one path are keyed again: siblings keep
-their order under a parent whose share moved.
+again as it reaches the top. Level by level, only the entries on that one path are keyed again:
+siblings keep their order under a parent whose share moved.
 """
 
 from __future__ import annotations
