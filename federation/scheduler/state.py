@@ -14,6 +14,7 @@ from federation.models import JobRecord, JobState, QueueTree
 from federation.models.cluster import ClusterReport, LatestReport, NodeReport, summed
 from policies import JobInfo, NodeInfo, NodeShape, PendingIndex, QueueInfo, Snapshot, TaskInfo, TaskStatus, Usage
 from policies import resources as res
+from policies.format import format_labels, format_resources
 from policies.profile import NO_RELEASES, Releases
 from policies.resources import Resources
 
@@ -272,13 +273,14 @@ class FederationState:
         selector = info.cluster_selector
         matching = [v for v in self.clusters.values() if all(v.labels.get(k) == val for k, val in selector.items())]
         if not matching:
-            return f"no cluster has the labels {selector}"
+            return f"no cluster has the labels {format_labels(selector)}"
         for task in {id(t.resources): t for t in info.tasks}.values():
             if not any(res.fits(task.resources, n.allocatable) for v in matching for n in v.nodes):
-                return f"task {task.name} needs {_show(task.resources)}: more than any node of any matching cluster"
+                needs = format_resources(task.resources)
+                return f"task {task.name} needs {needs}: more than any node of any matching cluster"
         need = info.min_request()
         if not any(res.fits(need, summed(v.nodes)) for v in matching):
-            return f"the gang needs {_show(need)} at once: more than any matching cluster has"
+            return f"the gang needs {format_resources(need)} at once: more than any matching cluster has"
         return None
 
     def may_act(self, now: float, lost_after: float) -> bool:
@@ -402,10 +404,6 @@ def _shapes(nodes: list[NodeReport]) -> tuple[object, ...]:
     """What a cluster could ever hold: node sizes, labels and the total, not what is free."""
     kinds = {(tuple(sorted(n.allocatable.items())), tuple(sorted(n.labels.items()))) for n in nodes}
     return (frozenset(kinds), tuple(sorted(summed(nodes).items())))
-
-
-def _show(resources: dict[str, float]) -> str:
-    return ", ".join(f"{name}={amount:g}" for name, amount in sorted(resources.items()))
 
 
 def held_by(info: JobInfo) -> Resources:
