@@ -55,12 +55,19 @@ class FedqClient:
             raise FedqError(response.status_code, str(payload.get("error", payload)), payload.get("fields"))
         return response.json() if response.content else None
 
-    def submit(self, spec: dict[str, Any], *, tenant: str | None = None) -> dict[str, Any]:
-        result: dict[str, Any] = self.request("POST", "/v1/jobs", body=spec, params={"tenant": tenant})
+    def submit(
+        self, spec: dict[str, Any], *, tenant: str | None = None, allow_unschedulable: bool = False
+    ) -> dict[str, Any]:
+        """``allow_unschedulable``: accept a job no joined cluster could run (for clusters yet to join)."""
+        params = _submit_params(tenant, allow_unschedulable)
+        result: dict[str, Any] = self.request("POST", "/v1/jobs", body=spec, params=params)
         return result
 
-    def submit_many(self, specs: list[dict[str, Any]], *, tenant: str | None = None) -> list[str]:
-        result = self.request("POST", "/v1/jobs", body={"jobs": specs}, params={"tenant": tenant})
+    def submit_many(
+        self, specs: list[dict[str, Any]], *, tenant: str | None = None, allow_unschedulable: bool = False
+    ) -> list[str]:
+        params = _submit_params(tenant, allow_unschedulable)
+        result = self.request("POST", "/v1/jobs", body={"jobs": specs}, params=params)
         return list(result["ids"])
 
     def jobs(self, **filters: Any) -> Iterator[dict[str, Any]]:
@@ -98,3 +105,7 @@ class FedqClient:
     def create_join_token(self, cluster: str, ttl: str | None = None) -> str:
         body = {"ttl": ttl} if ttl else None
         return str(self.request("POST", f"/v1/clusters/{cluster}/tokens", body=body)["token"])
+
+
+def _submit_params(tenant: str | None, allow_unschedulable: bool) -> dict[str, Any]:
+    return {"tenant": tenant, "allowUnschedulable": "true" if allow_unschedulable else None}

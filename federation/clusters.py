@@ -15,7 +15,16 @@ from pydantic import ValidationError
 
 from federation import keys
 from federation.auth import Role, TokenStore
-from federation.jobs import Change, JobRepository, NotFound, StoredJob, commit_batched, prepare_transition
+from federation.config import JobsConfig
+from federation.jobs import (
+    Change,
+    JobRepository,
+    NotFound,
+    StoredJob,
+    commit_batched,
+    prepare_transition,
+    requeue_transition,
+)
 from federation.models import JobRecord, JobState
 from federation.models.cluster import (
     Assignment,
@@ -30,6 +39,7 @@ from federation.models.cluster import (
 )
 from federation.store import KeyValue, Op, Store, get_many
 from policies.clock import Clock
+from policies.units import format_duration
 
 log = structlog.get_logger("fedq.clusters")
 
@@ -59,11 +69,14 @@ MAX_STORED_REPORT = 1_400_000  # bytes: under etcd's 1.5 MiB request limit, with
 
 
 class ClusterService:
-    def __init__(self, store: Store, jobs: JobRepository, tokens: TokenStore, clock: Clock) -> None:
+    def __init__(
+        self, store: Store, jobs: JobRepository, tokens: TokenStore, clock: Clock, retries: JobsConfig | None = None
+    ) -> None:
         self.store = store
         self.jobs = jobs
         self.tokens = tokens
         self.clock = clock
+        self.retries = retries if retries is not None else JobsConfig()
 
     async def join(self, request: JoinRequest) -> str:
         """Spend the join token and return the cluster's long-lived credential."""
@@ -190,7 +203,7 @@ class ClusterService:
                 problems.append("job no longer exists")
                 continue
             stored = StoredJob(JobRecord.from_bytes(kv.value), kv.mod_revision)
-            problem, change = _plan(name, stored, update, now, order_of.get(update.job_id))
+            problem, change = _plan(name, stored, update, now, order_of.get(update.job_id), self.retries)
             problems.append(problem)
             if change is not None:
                 planned[i] = change
@@ -209,7 +222,7 @@ class ClusterService:
                 return "job no longer exists"
             cancelled = update.state is JobState.CANCELLED
             order = await self.store.get(keys.cancel(name, update.job_id)) if cancelled else None
-            problem, change = _plan(name, stored, update, now, order)
+            problem, change = _plan(name, stored, update, now, order, self.retries)
             if change is None or await commit_batched(self.store, [change]):
                 return problem
         return "job kept changing; will retry on the next report"
@@ -241,12 +254,14 @@ def _stale(name: str, kv: KeyValue | None, epoch: int) -> str | None:
 
 
 def _plan(
-    name: str, stored: StoredJob, update: StatusUpdate, now: float, order: KeyValue | None
+    name: str, stored: StoredJob, update: StatusUpdate, now: float, order: KeyValue | None, retries: JobsConfig
 ) -> tuple[str | None, Change | None]:
     """The refusal of an agent's update, or the CAS change it makes (None for both: nothing to do).
 
     ``order`` is the job's cancel order on this cluster, read for a Cancelled update only: a cancel
-    that reclaim asked for requeues the job instead of ending it.
+    that reclaim asked for requeues the job instead of ending it. A failed run is the job's own
+    failure (the agent hands back what is the cluster's): it goes back to the queue, to wait out its
+    backoff, until it has been retried its ``maxRetries``; then it ends Failed with the last reason.
     """
     job = stored.record
     if job.cluster != name or job.epoch != update.epoch:
@@ -269,24 +284,38 @@ def _plan(
     requeue = update.state is JobState.PENDING or (
         update.state is JobState.CANCELLED and order is not None and json.loads(order.value).get("requeue", False)
     )
-    if requeue:
-        return None, prepare_transition(
+    if requeue:  # the cluster's doing (handed back, evicted, reclaimed): not a retry
+        return None, requeue_transition(
             stored,
-            JobState.PENDING,
             now=now,
             reason=update.reason or "requeued by its cluster",
-            cluster="",
             extra_ops=cleanup,
-            attempt=job.attempt + 1,
             preemptions=job.preemptions + (update.state is JobState.CANCELLED),
-            cancel_requested=False,
-            start_time=None,
         )
+    reason = update.reason
+    if update.state is JobState.FAILED:
+        limit = job.spec.max_retries if job.spec.max_retries is not None else retries.max_retries
+        if job.retries < limit and not job.cancel_requested:
+            retry = job.retries + 1
+            wait = retries.backoff(retry)
+            return None, requeue_transition(
+                stored,
+                now=now,
+                reason=f"failed on {name}: {reason or 'no reason given'}; retry {retry} of {limit} "
+                f"in {format_duration(wait)}",
+                extra_ops=cleanup,
+                retries=retry,
+                retry_at=now + wait,
+                exit_code=update.exit_code,
+                log_tail=update.log_tail,
+            )
+        if job.retries:
+            reason = f"{reason} (after {job.retries} {'retry' if job.retries == 1 else 'retries'})"
     return None, prepare_transition(
         stored,
         update.state,
         now=now,
-        reason=update.reason,
+        reason=reason,
         extra_ops=cleanup,
         exit_code=update.exit_code,
         end_time=when if job.start_time is None else max(when, job.start_time),

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from federation.models.job import MAX_RETRIES
 from policies.units import format_duration, parse_duration
 
 
@@ -20,6 +21,10 @@ def _seconds(value: Any) -> float:
     if seconds < 0:
         raise ValueError(f"duration must not be negative (got {value!r})")
     return seconds
+
+
+Seconds = Annotated[float, BeforeValidator(_seconds)]
+"""A duration in a config file ('90s', '5m', a number of seconds), not negative."""
 
 
 def _positive_seconds(value: Any) -> float:
@@ -108,6 +113,20 @@ class StoreUpkeepConfig(_Section):
         return _positive_seconds(value)
 
 
+class JobsConfig(_Section):
+    """How a job whose run fails on a cluster for its own reasons is retried (a spec's ``maxRetries``
+    overrides ``maxRetries``); requeues that are a cluster's doing (lost, reclaim) are not retries."""
+
+    max_retries: int = Field(3, alias="maxRetries", ge=0, le=MAX_RETRIES)
+    retry_backoff: Seconds = Field(10.0, alias="retryBackoff")
+    """The wait before the first retry; each later retry waits twice the one before."""
+    max_retry_backoff: Seconds = Field(600.0, alias="maxRetryBackoff")
+
+    def backoff(self, retry: int) -> float:
+        """How long retry number ``retry`` (1 for the first) waits after the failure."""
+        return min(self.retry_backoff * 2.0 ** (retry - 1), self.max_retry_backoff)
+
+
 class ApiLimits(_Section):
     max_body_bytes: int = Field(8 * 1024 * 1024, alias="maxBodyBytes", gt=0)
     max_jobs_per_request: int = Field(10_000, alias="maxJobsPerRequest", gt=0)
@@ -130,6 +149,7 @@ class FederationConfig(_Section):
     cluster: ClusterLivenessConfig = Field(default_factory=ClusterLivenessConfig)
     reclaim: ReclaimConfig = Field(default_factory=ReclaimConfig)
     api: ApiLimits = Field(default_factory=ApiLimits)
+    jobs: JobsConfig = Field(default_factory=JobsConfig)
     store: StoreUpkeepConfig = Field(default_factory=StoreUpkeepConfig)
 
     @field_validator("accounting_save_every", mode="before")

@@ -123,6 +123,25 @@ def prepare_transition(
     return Change(new, Compare.mod_revision(keys.job(old.id), "==", stored.revision), ops)
 
 
+def requeue_transition(
+    stored: StoredJob, *, now: float, reason: str, extra_ops: Sequence[Op], **changes: Any
+) -> Change:
+    """Back to the global queue from a cluster: no cluster, not started, no cancel pending, attempt+1
+    (the next dispatch's new epoch fences the old run)."""
+    return prepare_transition(
+        stored,
+        JobState.PENDING,
+        now=now,
+        reason=reason,
+        cluster="",
+        extra_ops=extra_ops,
+        attempt=stored.record.attempt + 1,
+        start_time=None,
+        cancel_requested=False,
+        **changes,
+    )
+
+
 class FenceFailed(Exception):
     """A batched commit's fence no longer holds (another writer owns what it guarded)."""
 

@@ -35,14 +35,15 @@ MAX_ROWS = 40  # a bigger workload is summarised by state rather than listed job
 
 
 def submit_workload(client: FedqClient, workload: Path) -> dict[str, str]:
-    """Submit each file of the workload as its tenant; returns job id -> tenant."""
+    """Submit each file of the workload as its tenant; returns job id -> tenant. A job for a cluster this
+    run did not start (``--agents``) is accepted to wait Unschedulable, which the live table shows."""
     plan = load_yaml_file(workload) or {}
     owners: dict[str, str] = {}
     for item in plan.get("submissions", []):
         tenant = item["tenant"]
         docs = read_documents(str(workload.parent / item["file"]))
         for doc in docs:
-            result = client.submit(doc, tenant=tenant)
+            result = client.submit(doc, tenant=tenant, allow_unschedulable=True)
             for job_id in result.get("ids") or [result["id"]]:
                 owners[job_id] = tenant
     return owners

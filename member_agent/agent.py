@@ -13,7 +13,7 @@ import structlog
 
 from federation.client import FedqClient, FedqError
 from federation.models.cluster import MAX_ITEMS_PER_REPORT, MAX_RUNNING_PER_REPORT, ClusterReport, ReportReply
-from member_agent.backends.base import Backend, LaunchError
+from member_agent.backends.base import Backend, JobRejected, LaunchError
 from member_agent.capacity import summarise
 from member_agent.local_scheduler import LocalScheduler
 from member_agent.tracker import JobTracker, LocalJob
@@ -158,6 +158,10 @@ class Agent:
         launches = job.launches(placement)
         try:
             self.backend.launch(launches)
+        except JobRejected as exc:
+            self.log.warning("launch refused: the job cannot run here", job_id=job.job_id, error=str(exc))
+            self.tracker.fail(job, str(exc))
+            return False
         except LaunchError as exc:
             failures = self._launch_failures.get(job.job_id, 0) + 1
             self._launch_failures[job.job_id] = failures

@@ -169,6 +169,10 @@ class JobTracker:
         """Return a job this cluster cannot run to the global queue."""
         self._emit(job, JobState.PENDING, reason=reason)
 
+    def fail(self, job: LocalJob, reason: str) -> None:
+        """A job that cannot run for its own reasons (not this cluster's): the federation retries it or ends it."""
+        self._emit(job, JobState.FAILED, reason=reason)
+
     def drop(self, job_id: str) -> LocalJob | None:
         return self.jobs.pop(job_id, None)
 

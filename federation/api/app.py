@@ -34,14 +34,15 @@ def create_app(
     clock = clock or SystemClock()
     tokens = TokenStore(store, admin_token)
     jobs = JobRepository(store)
+    config = config or FederationConfig()
     state = ServerState(
         store=store,
-        config=config or FederationConfig(),
+        config=config,
         clock=clock,
         tokens=tokens,
         jobs=jobs,
         queues=QueueTreeCache(store),
-        clusters=ClusterService(store, jobs, tokens, clock),
+        clusters=ClusterService(store, jobs, tokens, clock, config.jobs),
         metrics=ApiMetrics(),
     )
 

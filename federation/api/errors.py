@@ -5,8 +5,9 @@ Clients (the CLI included) print ``error`` and each field line, so messages are 
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -64,18 +65,60 @@ def field_path(loc: Sequence[Any], prefix: str = "") -> str:
     return path
 
 
-def validation_fields(exc: ValidationError, prefix: str = "") -> list[dict[str, str]]:
+def validation_fields(
+    exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None
+) -> list[dict[str, str]]:
+    """Each error as a field and a message for people; with ``model``, the one validated, an unknown
+    field's message names the closest field the document may have there."""
     fields = []
     for error in exc.errors(include_url=False):
-        message = str(error["msg"]).removeprefix("Value error, ")
-        fields.append({"field": field_path(error["loc"], prefix), "message": message})
+        loc = error["loc"]
+        if error["type"] == "extra_forbidden" and loc:
+            message = _unknown_field(str(loc[-1]), _field_names(model, loc[:-1]))
+        else:
+            message = str(error["msg"]).removeprefix("Value error, ")
+        fields.append({"field": field_path(loc, prefix), "message": message})
     return fields
 
 
-def invalid(exc: ValidationError, what: str, prefix: str = "") -> ApiError:
-    fields = validation_fields(exc, prefix)
-    summary = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
-    return ApiError(422, f"invalid {what}: {summary}", fields)
+def _unknown_field(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    if close:
+        return f"unknown field {name!r} (did you mean {close[0]!r}?)"
+    return f"unknown field {name!r}; the fields here are {', '.join(known)}" if known else f"unknown field {name!r}"
+
+
+def _field_names(model: type[BaseModel] | None, loc: Sequence[Any]) -> list[str]:
+    """The fields (by the names documents use) of the model found at ``loc`` inside ``model``."""
+    for part in loc:
+        if model is None:
+            return []
+        if isinstance(part, int):
+            continue  # an index into a list the previous part's field holds
+        field = next((f for name, f in model.model_fields.items() if part in (name, f.alias)), None)
+        model = None if field is None else _model_in(field.annotation)
+    return [] if model is None else [field.alias or name for name, field in model.model_fields.items()]
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds, itself or inside a list, an optional or an annotation."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for argument in get_args(annotation):
+        found = _model_in(argument)
+        if found is not None:
+            return found
+    return None
+
+
+def summary(fields: Sequence[dict[str, str]]) -> str:
+    """The first few fields on one line, for an error's message."""
+    return "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
+
+
+def invalid(exc: ValidationError, what: str, prefix: str = "", model: type[BaseModel] | None = None) -> ApiError:
+    fields = validation_fields(exc, prefix, model)
+    return ApiError(422, f"invalid {what}: {summary(fields)}", fields)
 
 
 def _body(message: str, fields: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
@@ -90,8 +133,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _request_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         fields = [{"field": field_path(error["loc"]), "message": str(error["msg"])} for error in exc.errors()]
-        summary = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
-        return JSONResponse(_body(f"invalid request: {summary}", fields), status_code=422)
+        return JSONResponse(_body(f"invalid request: {summary(fields)}", fields), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -9,8 +9,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from federation.api.admission import JoinedClusters
 from federation.api.deps import Caller, State, read_document
-from federation.api.errors import ERROR_RESPONSES, ApiError, invalid
+from federation.api.errors import ERROR_RESPONSES, ApiError, invalid, summary
 from federation.auth import Principal, Role
 from federation.explain import explain
 from federation.jobs import Conflict, NotFound, StoredJob, cancel_op, expand, index_ranges
@@ -57,12 +58,31 @@ def _documents(doc: Any, limit: int) -> tuple[list[Any], bool]:
     return [doc], False
 
 
+def _tenant_in_spec(document: Any, prefix: str) -> None:
+    """A tenant in the spec is refused with what to do instead: the tenant is the token's."""
+    spec = document.get("spec") if isinstance(document, dict) else None
+    if isinstance(spec, dict) and "tenant" in spec:
+        message = (
+            "the tenant comes from your token, not the spec: remove it (an admin submits for a tenant "
+            "with ?tenant=NAME)"
+        )
+        raise ApiError(422, f"{prefix}spec.tenant: {message}", [{"field": f"{prefix}spec.tenant", "message": message}])
+
+
+def _usable_queues(tree: QueueTree, tenant: str) -> str:
+    usable = sorted(node.path for node in tree.leaves() if tree.may_submit(tenant, node.path))
+    return f"tenant {tenant!r} may submit to {', '.join(usable) or 'no queue'}"
+
+
 def _check_against_tree(manifest: JobManifest, tenant: str, tree: QueueTree, state: State, prefix: str) -> None:
     spec = manifest.spec
     node = tree.get(spec.queue)
     if node is None:
+        usable = _usable_queues(tree, tenant)
         raise ApiError(
-            422, f"unknown queue {spec.queue!r}", [{"field": f"{prefix}spec.queue", "message": "no such queue"}]
+            422,
+            f"unknown queue {spec.queue!r}: {usable}",
+            [{"field": f"{prefix}spec.queue", "message": f"no such queue; {usable}"}],
         )
     if not node.is_leaf:
         raise ApiError(
@@ -71,7 +91,7 @@ def _check_against_tree(manifest: JobManifest, tenant: str, tree: QueueTree, sta
             [{"field": f"{prefix}spec.queue", "message": "not a leaf queue"}],
         )
     if not tree.may_submit(tenant, spec.queue):
-        raise ApiError(403, f"tenant {tenant!r} may not submit to queue {spec.queue!r}")
+        raise ApiError(403, f"tenant {tenant!r} may not submit to queue {spec.queue!r}; {_usable_queues(tree, tenant)}")
     limits = state.config.api
     if spec.array is not None and spec.array.count > limits.max_array_count:
         raise ApiError(
@@ -88,24 +108,39 @@ def _check_against_tree(manifest: JobManifest, tenant: str, tree: QueueTree, sta
 
 
 @router.post("", status_code=201)
-async def submit(request: Request, state: State, who: Caller, tenant: str | None = None) -> dict[str, Any]:
+async def submit(
+    request: Request,
+    state: State,
+    who: Caller,
+    tenant: str | None = None,
+    allow_unschedulable: Annotated[bool, Query(alias="allowUnschedulable")] = False,
+) -> dict[str, Any]:
+    """``allowUnschedulable=true`` accepts a job no joined cluster could run (it waits Unschedulable)."""
     doc = await read_document(request, state.config.api.max_body_bytes)
     owner = _submitting_tenant(who, tenant)
     documents, bulk = _documents(doc, state.config.api.max_jobs_per_request)
     tree = await state.queues.get()
     if tree is None:
         raise ApiError(409, "the federation has no queues yet: an admin must run `fedq queues apply FILE`")
+    prefixes = [f"jobs[{number}]." if bulk else "" for number in range(len(documents))]
     manifests = []
-    for number, document in enumerate(documents):
-        prefix = f"jobs[{number}]." if bulk else ""
+    for document, prefix in zip(documents, prefixes, strict=True):
+        _tenant_in_spec(document, prefix)
         try:
             manifest = JobManifest.model_validate(document)
         except ValidationError as exc:
-            raise invalid(exc, "job spec", prefix.rstrip(".")) from None
+            raise invalid(exc, "job spec", prefix.rstrip("."), JobManifest) from None
         _check_against_tree(manifest, owner, tree, state, prefix)
         manifests.append(manifest)
     now = state.clock.now()
-    records = [record for manifest in manifests for record in expand(manifest, owner, now)]
+    expanded = [expand(manifest, owner, now) for manifest in manifests]
+    if not allow_unschedulable:
+        joined = await JoinedClusters.read(state.clusters)
+        for elements, prefix in zip(expanded, prefixes, strict=True):
+            refused = joined.refusals(elements[0], prefix)  # the elements of an array share one spec
+            if refused:
+                raise ApiError(422, f"job {elements[0].name!r} could never run: {summary(refused)}", refused)
+    records = [record for elements in expanded for record in elements]
     await state.jobs.create(records)
     for queue, count in Counter(record.queue for record in records).items():
         state.metrics.submitted.labels(queue=queue).inc(count)

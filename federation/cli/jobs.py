@@ -39,10 +39,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
     docs = read_documents(args.file)
     with client_from(args) as client:
         if len(docs) == 1:
-            result = client.submit(docs[0], tenant=args.tenant)
+            result = client.submit(docs[0], tenant=args.tenant, allow_unschedulable=args.allow_unschedulable)
             ids = result.get("ids") or [result["id"]]
         else:
-            ids = client.submit_many(docs, tenant=args.tenant)
+            ids = client.submit_many(docs, tenant=args.tenant, allow_unschedulable=args.allow_unschedulable)
     emit({"ids": ids}, output_of(args), columns=["submitted"], rows=[[job_id] for job_id in ids])
     return 0
 
@@ -168,6 +168,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     submit = sub.add_parser("submit", parents=[common], help="submit jobs from a YAML/JSON file or '-'")
     submit.add_argument("file")
     submit.add_argument("--tenant", help="with an admin token: the tenant to submit as")
+    submit.add_argument(
+        "--allow-unschedulable",
+        action="store_true",
+        help="accept jobs no joined cluster could run, to wait for a cluster that has not joined yet",
+    )
     submit.set_defaults(func=cmd_submit)
 
     jobs = sub.add_parser("jobs", parents=[common], help="list jobs")

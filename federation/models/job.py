@@ -24,6 +24,7 @@ _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 _QUEUE_PATH = re.compile(r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9_]*[a-z0-9])?)*$")
 MAX_REPLICAS = 10_000
 MAX_COMMAND_BYTES = 16_384
+MAX_RETRIES = 100
 
 
 def _duration(value: Any, info: ValidationInfo) -> float:
@@ -119,6 +120,8 @@ class JobSpecBody(StrictModel):
     cluster_selector: dict[str, str] = Field(default_factory=dict, alias="clusterSelector")
     tasks: list[TaskSpec] = Field(min_length=1, max_length=64)
     array: ArraySpec | None = None
+    max_retries: int | None = Field(None, alias="maxRetries", ge=0, le=MAX_RETRIES)
+    """Failed runs retried before the job ends Failed; None: the federation's ``jobs.maxRetries``."""
 
     @field_validator("queue")
     @classmethod
@@ -232,6 +235,8 @@ class JobRecord(BaseModel):
     cluster: str = ""
     epoch: int = 0
     attempt: int = 0
+    retries: int = 0  # failed runs retried (``attempt`` also counts requeues that were no fault of the job)
+    retry_at: float | None = None  # after a failed run: not dispatched again before this time
     cancel_requested: bool = False
     start_time: float | None = None
     end_time: float | None = None

@@ -18,6 +18,11 @@ _RESOURCE_NAME = re.compile(
     r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
 MAX_RESOURCE_NAME = 253
+GPU = "nvidia.com/gpu"
+"""fedq's name for a GPU on every backend; a backend translates it to its own (Ray: ``GPU``)."""
+ALIASES = {"gpu": GPU}
+STANDARD_RESOURCES = ("cpu", "memory", GPU, "ephemeral-storage")
+"""Resource names every job may ask for whatever the joined clusters report (others must be reported)."""
 
 
 def parse_resources(value: Any) -> dict[str, float]:
@@ -38,7 +43,11 @@ def parse_resources(value: Any) -> dict[str, float]:
             raise ValueError(f"resource {name!r}: quantity must be finite")
         if amount < 0:
             raise ValueError(f"resource {name!r}: quantity must not be negative (got {quantity!r})")
-        parsed[name] = amount
+        canonical = ALIASES.get(name, name)
+        if canonical in parsed:
+            aliases = ", ".join(repr(alias) for alias, target in ALIASES.items() if target == canonical)
+            raise ValueError(f"resource {canonical!r} is given twice ({aliases} is another name for it): give it once")
+        parsed[canonical] = amount
     return parsed
 
 

@@ -57,7 +57,7 @@ class GlobalScheduler:
             info = state.pending.get(job)
             why = None if info is None else state.never_fits(info)
             if why is not None:
-                plan.unschedulable[job] = why
+                plan.unschedulable[job] = why.reason
         plan.line = [
             (job, queue)
             for job, queue in decisions.considered.items()

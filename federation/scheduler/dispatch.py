@@ -10,7 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from federation import keys
-from federation.jobs import Change, FenceFailed, StoredJob, cancel_op, commit_batched, prepare_transition, write_ops
+from federation.jobs import (
+    Change,
+    FenceFailed,
+    StoredJob,
+    cancel_op,
+    commit_batched,
+    prepare_transition,
+    requeue_transition,
+    write_ops,
+)
 from federation.models import JobRecord, JobState
 from federation.scheduler.state import Entry, FederationState
 from federation.store import Compare, Op, Store
@@ -75,15 +84,10 @@ def requeue_change(entry: Entry, now: float, reason: str) -> Change:
     """Back to the global queue; the next dispatch gets a new epoch, which fences the old run."""
     stored = stored_of(entry)
     record = stored.record
-    return prepare_transition(
+    return requeue_transition(
         stored,
-        JobState.PENDING,
         now=now,
         reason=reason,
-        cluster="",
-        attempt=record.attempt + 1,
-        start_time=None,
-        cancel_requested=False,
         extra_ops=[
             Op.delete(keys.assignment(record.cluster, record.id)),
             Op.delete(keys.cancel(record.cluster, record.id)),

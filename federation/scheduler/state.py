@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
+from typing import Literal
 
 from federation.models import JobRecord, JobState, QueueTree
 from federation.models.cluster import ClusterReport, LatestReport, NodeReport, summed
@@ -48,6 +49,15 @@ def _waiting_since(record: JobRecord) -> float | None:
     if record.attempt == 0 or not record.events:
         return None
     return record.events[-1].time
+
+
+@dataclass(frozen=True, slots=True)
+class Misfit:
+    """Why no joined cluster could ever hold a job, and the part of its spec that is why."""
+
+    reason: str
+    part: Literal["clusterSelector", "task", "gang"]
+    task: str = ""  # the task too big for every node (part "task")
 
 
 @dataclass(slots=True)
@@ -104,7 +114,7 @@ class FederationState:
         self.held: dict[tuple[str, str], Resources] = {}
         self._holders: dict[tuple[str, str], int] = {}
         self._holding: dict[str, JobInfo] = {}
-        self._never_fits: dict[str, tuple[int, str | None]] = {}
+        self._never_fits: dict[str, tuple[int, Misfit | None]] = {}
         self._preemptible_held = 0  # preemptible jobs on clusters: what reclaim could take back
         # A job's whole request (every task), summed once per JobInfo: what it holds on a cluster and,
         # for may_act, what it needs there. Filled only as those ask.
@@ -115,6 +125,10 @@ class FederationState:
         # the most of it (a stand-by never pops it).
         self.finished: dict[str, tuple[float, int, str, str]] = {}
         self._finished_by_end: list[tuple[float, str]] = []
+        # Jobs back in the queue after a failed run, held out of ``pending`` until their retry time
+        # (id -> that time), with a heap by time whose stale entries are dropped as they come up.
+        self._backoff: dict[str, float] = {}
+        self._backoff_by_time: list[tuple[float, str]] = []
 
     # ---- jobs --------------------------------------------------------------------------------
 
@@ -152,8 +166,9 @@ class FederationState:
             self.marked.discard(record.id)
         if record.state.queued:
             if not stays_queued:  # a mark (Reserved, Unschedulable) keeps the job's place in line
-                self.pending.add(info)
+                self._enqueue(record, info)
         else:
+            self._backoff.pop(record.id, None)
             self.pending.remove(record.id)
         if record.state in ON_CLUSTER and record.cluster:
             view = self.clusters.setdefault(record.cluster, ClusterView(record.cluster))
@@ -174,10 +189,29 @@ class FederationState:
             return
         self.marked.discard(job_id)
         self._never_fits.pop(job_id, None)
+        self._backoff.pop(job_id, None)
         self.pending.remove(job_id)
         if entry.cluster:
             self._leave_cluster(job_id, entry.cluster)
         self._totals.pop(job_id, None)
+
+    def _enqueue(self, record: JobRecord, info: JobInfo) -> None:
+        """Into the pending index; after a failed run, only once its retry time has come (``release``)."""
+        if record.retry_at is None:
+            self.pending.add(info)
+            return
+        self.pending.remove(record.id)
+        self._backoff[record.id] = record.retry_at
+        heapq.heappush(self._backoff_by_time, (record.retry_at, record.id))
+
+    def release(self, now: float) -> None:
+        """Put the jobs whose retry time has come into the pending index."""
+        heap = self._backoff_by_time
+        while heap and heap[0][0] <= now:
+            at, job_id = heapq.heappop(heap)
+            if self._backoff.get(job_id) == at:
+                del self._backoff[job_id]
+                self.pending.add(self.entries[job_id].info)
 
     def _leave_cluster(self, job_id: str, cluster: str) -> None:
         view = self.clusters.get(cluster)
@@ -255,11 +289,11 @@ class FederationState:
                 half_life=config.half_life,
             )
 
-    def never_fits(self, info: JobInfo) -> str | None:
+    def never_fits(self, info: JobInfo) -> Misfit | None:
         """Why no joined cluster could ever hold the job, if that is certain (capacity, not load).
 
         Remembered per job until a cluster's labels or node shapes change: waiting jobs are asked
-        every cycle, and the answer depends only on those."""
+        every cycle, and the answer depends only on those. The API asks it too, at submit."""
         known = self._never_fits.get(info.id)
         if known is not None and known[0] == self.shapes_version:
             return known[1]
@@ -267,20 +301,27 @@ class FederationState:
         self._never_fits[info.id] = (self.shapes_version, why)
         return why
 
-    def _never_fits_now(self, info: JobInfo) -> str | None:
+    def matching(self, selector: dict[str, str]) -> list[ClusterView]:
+        """The clusters whose labels a ``clusterSelector`` matches."""
+        return [v for v in self.clusters.values() if all(v.labels.get(k) == val for k, val in selector.items())]
+
+    def _never_fits_now(self, info: JobInfo) -> Misfit | None:
         if not self.clusters or not any(view.nodes for view in self.clusters.values()):
             return None
-        selector = info.cluster_selector
-        matching = [v for v in self.clusters.values() if all(v.labels.get(k) == val for k, val in selector.items())]
+        matching = self.matching(info.cluster_selector)
         if not matching:
-            return f"no cluster has the labels {format_labels(selector)}"
+            return Misfit(f"no cluster has the labels {format_labels(info.cluster_selector)}", "clusterSelector")
+        if any(view.report_time is None for view in matching):
+            return None  # joined, its nodes not reported yet: it could hold anything
         for task in {id(t.resources): t for t in info.tasks}.values():
             if not any(res.fits(task.resources, n.allocatable) for v in matching for n in v.nodes):
                 needs = format_resources(task.resources)
-                return f"task {task.name} needs {needs}: more than any node of any matching cluster"
+                why = f"task {task.name} needs {needs}: more than any node of any matching cluster"
+                return Misfit(why, "task", task.name)
         need = info.min_request()
         if not any(res.fits(need, summed(v.nodes)) for v in matching):
-            return f"the gang needs {format_resources(need)} at once: more than any matching cluster has"
+            why = f"the gang needs {format_resources(need)} at once: more than any matching cluster has"
+            return Misfit(why, "gang")
         return None
 
     def may_act(self, now: float, lost_after: float) -> bool:
@@ -290,6 +331,7 @@ class FederationState:
         skip the cycle: a job is placed whole on one cluster, so it needs its whole request idle on
         one schedulable cluster; reclaim needs a preemptible job on a cluster; and a job no cluster
         could ever hold is to be marked. O(pending jobs), stopping at the first that could act."""
+        self.release(now)
         if self._preemptible_held:
             return True
         room: Resources = {}
@@ -325,7 +367,9 @@ class FederationState:
     # ---- the snapshot a cycle works on ---------------------------------------------------------
 
     def snapshot(self, now: float, lost_after: float, usage: Usage | None = None) -> Snapshot:
-        """Clusters as nodes with node shapes, free capacity net of dispatches not yet in a report."""
+        """Clusters as nodes with node shapes, free capacity net of dispatches not yet in a report; the
+        jobs whose retry time has come join the pending ones first."""
+        self.release(now)
         nodes: list[NodeInfo] = []
         running: list[JobInfo] = []
         releases: dict[str, Releases] = {}

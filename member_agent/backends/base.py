@@ -11,9 +11,6 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol, runtime_checkable
 
-GPU = "nvidia.com/gpu"
-"""fedq's name for a GPU on every backend; a backend translates it to its own (Ray: ``GPU``)."""
-
 
 class TaskPhase(str, Enum):
     """Backend-level task phases; the agent maps them onto Volcano's task states."""
@@ -89,6 +86,11 @@ def task_id(job_id: str, task_name: str, index: int) -> str:
 
 class LaunchError(RuntimeError):
     """A gang could not be started; the backend has already undone whatever it started of it."""
+
+
+class JobRejected(LaunchError):
+    """The job itself can never start on this backend (not the cluster's fault, e.g. Ray and no
+    command): its agent fails it at once rather than handing it back to be dispatched again."""
 
 
 @runtime_checkable

@@ -12,7 +12,7 @@ from kubernetes import client, config
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from member_agent.backends.base import GPU
+from federation.models.resources import GPU
 
 SERVICE_HOST_ENV = "KUBERNETES_SERVICE_HOST"
 KUBECONFIG_ENV = "KUBECONFIG"

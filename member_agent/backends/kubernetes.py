@@ -20,7 +20,8 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from member_agent.backends.base import GPU, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskStatus
+from federation.models.resources import GPU
+from member_agent.backends.base import LaunchError, NodeView, TaskLaunch, TaskPhase, TaskStatus
 from member_agent.backends.k8s_config import KubernetesSettings, load_api_client
 from member_agent.backends.k8s_informer import Informer, Sink
 from member_agent.backends.k8s_pods import PodTemplate, build_pod, metadata, name_of, pod_requests

@@ -32,7 +32,7 @@ from ray.util.placement_group import PlacementGroup, placement_group, placement_
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy, PlacementGroupSchedulingStrategy
 
 from member_agent.backends import ray_runner
-from member_agent.backends.base import LaunchError, NodeView, TaskLaunch, TaskPhase, TaskStatus
+from member_agent.backends.base import JobRejected, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskStatus
 from member_agent.backends.ray_resources import RayRequest, from_ray, to_ray
 from member_agent.backends.ray_runner import RunInfo, RunState, TaskRunner
 from policies.clock import Clock, SystemClock
@@ -185,7 +185,7 @@ class RayBackend:
                 raise LaunchError(f"task {launch.task_id} epoch {launch.epoch} was already launched")
             names.add(name)
             if not launch.command:
-                raise LaunchError(f"task {launch.task_id} has no command")
+                raise JobRejected(f"task {launch.task_name} has no command: the Ray backend runs a task's command")
             if launch.node not in totals:
                 raise LaunchError(f"unknown or dead Ray node {launch.node!r} for task {launch.task_id}")
             for resource, amount in launch.resources.items():

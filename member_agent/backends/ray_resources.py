@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from member_agent.backends.base import GPU
+from federation.models.resources import GPU
 
 _TO_RAY = {"cpu": "CPU", "memory": "memory", GPU: "GPU"}
 _FROM_RAY = {ray_name: name for name, ray_name in _TO_RAY.items()}

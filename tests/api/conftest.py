@@ -34,10 +34,16 @@ QUEUES = {
 
 
 @asynccontextmanager
-async def serving(store: Store, clock: ManualClock, limits: dict[str, object] | None = None) -> AsyncIterator[Api]:
-    """The API over ``store`` with the test tree applied and a token per tenant; ``limits`` adds to ``api:``."""
+async def serving(
+    store: Store, clock: ManualClock, limits: dict[str, object] | None = None, jobs: dict[str, object] | None = None
+) -> AsyncIterator[Api]:
+    """The API over ``store`` with the test tree applied and a token per tenant; ``limits`` adds to ``api:``,
+    ``jobs`` is the ``jobs:`` section."""
     config = FederationConfig.model_validate(
-        {"api": {"maxBodyBytes": 65536, "maxArrayCount": 100, "maxJobsPerRequest": 50, **(limits or {})}}
+        {
+            "api": {"maxBodyBytes": 65536, "maxArrayCount": 100, "maxJobsPerRequest": 50, **(limits or {})},
+            "jobs": jobs or {},
+        }
     )
     app = create_app(store, admin_token=ADMIN, config=config, clock=clock)
     tokens = {"admin": ADMIN}
@@ -67,9 +73,9 @@ ApiFactory = Callable[..., AbstractAsyncContextManager[Api]]
 @pytest.fixture
 def api_on(store: Store) -> ApiFactory:
     """``async with api_on(**limits) as api``: the API over each backend (memory, and real etcd with
-    small range pages), with API limits of the test's own."""
+    small range pages), with API limits of the test's own (and ``jobs``, the ``jobs:`` section)."""
 
-    def make(**limits: object) -> AbstractAsyncContextManager[Api]:
-        return serving(store, ManualClock(START), limits)
+    def make(jobs: dict[str, object] | None = None, **limits: object) -> AbstractAsyncContextManager[Api]:
+        return serving(store, ManualClock(START), limits, jobs)
 
     return make

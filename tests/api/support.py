@@ -7,9 +7,10 @@ from typing import Any
 
 import httpx
 
+from federation import keys
 from federation.jobs import JobRepository
 from federation.models import JobState
-from federation.store import Store
+from federation.store import Op, Store
 from policies.clock import ManualClock
 
 ADMIN = "fedq_admin_test-admin-token"
@@ -24,6 +25,43 @@ class Api:
 
     def auth(self, who: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.tokens[who]}"}
+
+
+NODE = {"name": "n1", "allocatable": {"cpu": 8, "memory": "32Gi"}, "free": {"cpu": 8, "memory": "32Gi"}}
+
+
+async def join(api: Api, name: str, *, labels: dict[str, str] | None = None, backend: str = "simulated") -> str:
+    """Join cluster ``name`` (labels ``region: eu`` unless given); returns its credential."""
+    token = (await api.http.post(f"/v1/clusters/{name}/tokens", headers=api.auth("admin"))).json()["token"]
+    body = {"token": token, "name": name, "labels": {"region": "eu"} if labels is None else labels, "backend": backend}
+    response = await api.http.post("/v1/clusters/join", json=body)
+    assert response.status_code == 201, response.text
+    return str(response.json()["credential"])
+
+
+async def report(api: Api, name: str, credential: str, **body: Any) -> Any:
+    """A report from ``name``: one node ``NODE`` unless ``nodes`` is given; returns the reply."""
+    response = await api.http.post(
+        f"/v1/clusters/{name}/report", json={"nodes": [NODE], **body}, headers={"Authorization": f"Bearer {credential}"}
+    )
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+async def dispatch(api: Api, job_id: str, cluster: str) -> int:
+    """What the global scheduler does: Pending -> Dispatched(cluster, epoch+1) plus the assignment key."""
+    jobs = JobRepository(api.store)
+    stored = await jobs.get(job_id)
+    epoch = stored.record.epoch + 1
+    await jobs.transition(
+        stored,
+        JobState.DISPATCHED,
+        now=api.clock.now(),
+        cluster=cluster,
+        epoch=epoch,
+        extra_ops=[Op.put(keys.assignment(cluster, job_id), b"")],
+    )
+    return epoch
 
 
 def job_spec(name: str = "train", **spec: object) -> dict[str, object]:

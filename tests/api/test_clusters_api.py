@@ -10,42 +10,7 @@ import pytest
 from federation import keys
 from federation.jobs import JobRepository
 from federation.models import JobState
-from tests.api.support import Api, job_spec
-
-NODE = {"name": "n1", "allocatable": {"cpu": 8, "memory": "32Gi"}, "free": {"cpu": 8, "memory": "32Gi"}}
-
-
-async def join(api: Api, name: str) -> str:
-    token = (await api.http.post(f"/v1/clusters/{name}/tokens", headers=api.auth("admin"))).json()["token"]
-    response = await api.http.post("/v1/clusters/join", json={"token": token, "name": name, "labels": {"region": "eu"}})
-    assert response.status_code == 201, response.text
-    return str(response.json()["credential"])
-
-
-async def report(api: Api, name: str, credential: str, **body: Any) -> Any:
-    response = await api.http.post(
-        f"/v1/clusters/{name}/report", json={"nodes": [NODE], **body}, headers={"Authorization": f"Bearer {credential}"}
-    )
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-async def dispatch(api: Api, job_id: str, cluster: str) -> int:
-    """What the global scheduler does: Pending -> Dispatched(cluster, epoch+1) plus the assignment key."""
-    from federation.store import Op
-
-    jobs = JobRepository(api.store)
-    stored = await jobs.get(job_id)
-    epoch = stored.record.epoch + 1
-    await jobs.transition(
-        stored,
-        JobState.DISPATCHED,
-        now=api.clock.now(),
-        cluster=cluster,
-        epoch=epoch,
-        extra_ops=[Op.put(keys.assignment(cluster, job_id), b"")],
-    )
-    return epoch
+from tests.api.support import NODE, Api, dispatch, job_spec, join, report
 
 
 async def test_join_token_works_once_and_only_for_its_cluster(api: Api) -> None:
@@ -83,7 +48,8 @@ async def test_a_cluster_credential_reports_only_as_its_own_cluster(api: Api) ->
 
 async def test_report_delivers_assignment_and_advances_the_job(api: Api) -> None:
     credential = await join(api, "east")
-    job_id = (await api.http.post("/v1/jobs", json=job_spec(), headers=api.auth("alice"))).json()["id"]
+    spec = job_spec(maxRetries=0)  # its failure ends it at once
+    job_id = (await api.http.post("/v1/jobs", json=spec, headers=api.auth("alice"))).json()["id"]
     epoch = await dispatch(api, job_id, "east")
     reply = await report(api, "east", credential)
     assert [(a["job_id"], a["epoch"]) for a in reply["assignments"]] == [(job_id, epoch)]

@@ -12,7 +12,8 @@ import pytest
 import ray
 from ray.util.placement_group import placement_group_table
 
-from member_agent.backends.base import Backend, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskStatus
+from federation.models.cluster import COMMAND_BACKENDS
+from member_agent.backends.base import Backend, JobRejected, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskStatus
 from member_agent.backends.ray_backend import NAMESPACE, NODE_ID_LABEL, PREFIX, RayBackend
 
 pytestmark = pytest.mark.ray
@@ -275,8 +276,9 @@ def test_a_run_is_launched_at_most_once_per_epoch(backend: RayBackend, node: Nod
         backend.launch([task(node, "once", ["sleep", "60"])])
     with pytest.raises(LaunchError, match="unknown or dead"):
         backend.launch([TaskLaunch("lost", "main", 0, 1, "no-such-node", {"cpu": 1.0}, ("true",))])
-    with pytest.raises(LaunchError, match="no command"):
+    with pytest.raises(JobRejected, match="no command"):  # the job's fault: its agent fails it at once
         backend.launch([TaskLaunch("empty", "main", 0, 1, node.name, {"cpu": 1.0})])
+    assert backend.name in COMMAND_BACKENDS  # so the federation refuses such a job at submit
 
 
 def test_a_restarted_backend_learns_how_a_run_ended_while_no_one_polled(

@@ -108,6 +108,7 @@ def job(
     runtime: str | None = None,
     selector: dict[str, str] | None = None,
     min_available: int | None = None,
+    max_retries: int | None = None,
 ) -> dict[str, Any]:
     task: dict[str, Any] = {"name": "main", "replicas": replicas, "resources": {"cpu": cpu}}
     if command is not None:
@@ -122,4 +123,6 @@ def job(
     }
     if min_available is not None:
         spec["minAvailable"] = min_available
+    if max_retries is not None:
+        spec["maxRetries"] = max_retries
     return {"metadata": {"name": name}, "spec": spec}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from federation.client import FedqError
 from federation.launcher import wait_until
 from federation.store import EtcdServer
 from tests.e2e.cluster import FAST, Federation, job
@@ -18,7 +19,8 @@ pytestmark = [pytest.mark.etcd, pytest.mark.ray, pytest.mark.slow]
 PY = sys.executable
 # No test here loses the cluster: a long lostAfter keeps an agent that Ray starves of CPU on a loaded
 # machine from being declared lost, with its jobs requeued under the tests' feet.
-CONFIG = {**FAST, "cluster": {"lostAfter": "60s", "requeueAfter": "120s"}}
+# Failed runs are retried after 1 s, then 2 s: the tests of one failed run ask for no retries.
+CONFIG = {**FAST, "cluster": {"lostAfter": "60s", "requeueAfter": "120s"}, "jobs": {"retryBackoff": "1s"}}
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +37,8 @@ def federation(
 
 def test_exit_codes_become_job_states(federation: Federation) -> None:
     ok = federation.submit(job("ok", command=[PY, "-c", "print('fine')"]))
-    bad = federation.submit(job("bad", command=[PY, "-c", "import sys; print('about to fail'); sys.exit(3)"]))
+    failing = [PY, "-c", "import sys; print('about to fail'); sys.exit(3)"]
+    bad = federation.submit(job("bad", command=failing, max_retries=0))
     done = federation.wait_state(ok, {"Succeeded", "Failed"})
     assert (done["state"], done["cluster"], done["exit_code"]) == ("Succeeded", "ray-a", 0)
     failed = federation.wait_state(bad, {"Succeeded", "Failed"})
@@ -73,12 +76,33 @@ def test_cancel_stops_a_running_task(federation: Federation, tmp_path: Path) -> 
 
 
 def test_walltime_kills_an_overrunning_task(federation: Federation) -> None:
-    job_id = federation.submit(job("overrun", command=[PY, "-c", "import time; time.sleep(120)"], walltime="2s"))
+    overrun = [PY, "-c", "import time; time.sleep(120)"]
+    job_id = federation.submit(job("overrun", command=overrun, walltime="2s", max_retries=0))
     done = federation.wait_state(job_id, {"Succeeded", "Failed", "Cancelled"})
     assert done["state"] == "Failed"
     assert "walltime" in done["reason"]
     running = next(e for e in done["events"] if e["to"] == "Running")
     assert done["end_time"] - running["time"] < 30
+
+
+def test_a_task_without_a_command_fails_after_its_retries(federation: Federation) -> None:
+    """Refused at submit (the only cluster runs Ray); accepted anyway, each launch fails at once on the
+    agent, each failure is retried after its backoff, and the job ends Failed with the reason."""
+    bare = job("bare", max_retries=2)
+    with pytest.raises(FedqError) as refused:
+        federation.submit(bare)
+    assert refused.value.status == 422
+    assert [f["field"] for f in refused.value.fields] == ["spec.tasks[0].command"]
+    job_id = str(federation.admin.submit(bare, tenant="alice", allow_unschedulable=True)["id"])
+    done = federation.wait_state(job_id, {"Succeeded", "Failed"})
+    assert (done["state"], done["retries"]) == ("Failed", 2)
+    assert done["reason"] == "task main has no command: the Ray backend runs a task's command (after 2 retries)"
+    dispatched = [e for e in done["events"] if e["to"] == "Dispatched"]
+    retried = [e for e in done["events"] if e["to"] == "Pending" and "retry" in e["reason"]]
+    assert [e["cluster"] for e in dispatched] == ["ray-a"] * 3
+    assert [e["reason"].rsplit(";", 1)[1] for e in retried] == [" retry 1 of 2 in 1s", " retry 2 of 2 in 2s"]
+    for retry, again, backoff in zip(retried, dispatched[1:], (1.0, 2.0), strict=True):
+        assert again["time"] - retry["time"] >= backoff
 
 
 def _alive(pid: int) -> bool:

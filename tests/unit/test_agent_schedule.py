@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from federation.models import JobState
 from federation.models.cluster import Assignment, ClusterReport, ReportReply
 from member_agent.agent import Agent
-from member_agent.backends.base import NodeView
+from member_agent.backends.base import JobRejected, LaunchError, NodeView, TaskLaunch
 from member_agent.backends.simulated import SimulatedBackend
 from member_agent.local_scheduler import LocalScheduler
 from policies.clock import ManualClock
@@ -41,3 +43,41 @@ def test_schedule_returns_the_jobs_it_launched_and_none_without_a_session() -> N
     clock.advance(60.0)
     agent.observe()
     assert agent.schedule() == 1  # a and b ended: c starts
+
+
+class _Refusing(SimulatedBackend):
+    """Refuses every launch with ``error``."""
+
+    def __init__(self, error: LaunchError, clock: ManualClock) -> None:
+        super().__init__([NodeView("n0", {"cpu": 2.0})], clock)
+        self.error = error
+        self.launches = 0
+
+    def launch(self, gang: Sequence[TaskLaunch]) -> None:
+        self.launches += 1
+        raise self.error
+
+
+def _sent(agent: Agent) -> list[tuple[JobState, str]]:
+    return [(u.state, u.reason) for u in agent.tracker.outbox() if u.state is not JobState.ADMITTED]
+
+
+def test_a_launch_refused_for_the_jobs_own_reasons_fails_it_at_once() -> None:
+    clock = ManualClock(0.0)
+    backend = _Refusing(JobRejected("task main has no command"), clock)
+    agent = Agent(None, "c", backend, LocalScheduler(clock), clock)
+    _assign(agent, ("a", 1.0))
+    assert agent.schedule() == 0
+    assert _sent(agent) == [(JobState.FAILED, "task main has no command")]
+    assert agent.schedule() is None and backend.launches == 1  # not tried again here
+
+
+def test_a_launch_that_fails_for_the_clusters_reasons_is_tried_again_then_handed_back() -> None:
+    clock = ManualClock(0.0)
+    backend = _Refusing(LaunchError("resources not free within 30s"), clock)
+    agent = Agent(None, "c", backend, LocalScheduler(clock), clock)
+    _assign(agent, ("a", 1.0))
+    for _ in range(3):
+        assert agent.schedule() == 0
+    assert _sent(agent) == [(JobState.PENDING, "launch failed 3 times: resources not free within 30s")]
+    assert backend.launches == 3

@@ -28,3 +28,11 @@ def test_jobs_of_a_silent_cluster_are_requeued_only_once_it_counts_as_lost() -> 
     same = FederationConfig.model_validate({"cluster": {"lostAfter": "30s", "requeueAfter": "30s"}})
     assert (same.cluster.lost_after, same.cluster.requeue_after) == (30.0, 30.0)
     assert FederationConfig().fairshare.usage_weights == {"cpu": 1.0}
+
+
+def test_retry_backoff_doubles_up_to_its_cap_and_bad_values_are_refused() -> None:
+    jobs = FederationConfig.model_validate({"jobs": {"retryBackoff": "10s", "maxRetryBackoff": "30s"}}).jobs
+    assert [jobs.backoff(retry) for retry in (1, 2, 3, 4)] == [10.0, 20.0, 30.0, 30.0]
+    assert FederationConfig().jobs.max_retries == 3
+    assert [loc for loc, _ in errors_of({"jobs": {"maxRetries": -1}})] == [("jobs", "maxRetries")]
+    assert [loc for loc, _ in errors_of({"jobs": {"retryBackoff": "-5s"}})] == [("jobs", "retryBackoff")]

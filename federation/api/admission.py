@@ -1,0 +1,100 @@
+"""Submit-time checks against the clusters that have joined: refuse a job none of them could ever run.
+
+Refused, each naming its field: a resource name no joined cluster reports that is not a standard one
+(with the closest known name); a job too big for every matching cluster's node shapes, or whose
+``clusterSelector`` no cluster matches; a task without a command when every matching cluster's
+backend needs one. "Could ever hold" is the scheduler's own rule (``FederationState.never_fits``),
+asked of a state built from the clusters' records and last reports, so the two never disagree.
+``allowUnschedulable`` skips these checks, for jobs meant for clusters that have not joined yet.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from federation.clusters import ClusterService
+from federation.models import JobRecord
+from federation.models.cluster import COMMAND_BACKENDS
+from federation.models.resources import ALIASES, STANDARD_RESOURCES
+from federation.scheduler.state import FederationState, job_info
+from policies.format import format_labels
+
+ESCAPE = (
+    "or submit with allowUnschedulable=true (fedq submit --allow-unschedulable) to keep it queued "
+    "for a cluster that has not joined yet"
+)
+
+Fields = list[dict[str, str]]
+
+
+@dataclass
+class JoinedClusters:
+    state: FederationState
+    backends: dict[str, str]  # cluster -> backend
+    resources: set[str]  # every name a job may ask for: the standard ones and what clusters report
+
+    @classmethod
+    async def read(cls, clusters: ClusterService) -> JoinedClusters:
+        state = FederationState()
+        backends: dict[str, str] = {}
+        resources = {*STANDARD_RESOURCES, *ALIASES}
+        for record, latest in await clusters.all():
+            state.set_cluster(record.name, record.labels, record.cordoned)
+            backends[record.name] = record.backend
+            if latest is not None:
+                state.set_latest(record.name, latest)
+                resources.update(name for node in latest.nodes for name in node.allocatable)
+        return cls(state, backends, resources)
+
+    def refusals(self, record: JobRecord, prefix: str) -> Fields:
+        """What of the job no joined cluster could ever run, by field; empty when it may wait for one."""
+        return self._unknown_resources(record, prefix) or self._misfit(record, prefix) or self._command(record, prefix)
+
+    def _unknown_resources(self, record: JobRecord, prefix: str) -> Fields:
+        known = sorted(self.resources)
+        fields = []
+        for index, task in enumerate(record.spec.tasks):
+            for name in task.resources:
+                if name in self.resources:
+                    continue
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                fields.append(
+                    {
+                        "field": f"{prefix}spec.tasks[{index}].resources.{name}",
+                        "message": f"unknown resource {name!r}: no joined cluster has it and it is not a standard "
+                        f"one; {hint}known resources: {', '.join(known)}",
+                    }
+                )
+        return fields
+
+    def _misfit(self, record: JobRecord, prefix: str) -> Fields:
+        why = self.state.never_fits(job_info(record))
+        if why is None:
+            return []
+        spec = record.spec
+        if why.part == "clusterSelector":
+            labels = "; ".join(f"{view.name}: {format_labels(view.labels)}" for view in self.state.clusters.values())
+            field, advice = "spec.clusterSelector", f"the joined clusters have {labels}: change the selector"
+        elif why.part == "task":
+            index = next(i for i, task in enumerate(spec.tasks) if task.name == why.task)
+            field, advice = f"spec.tasks[{index}].resources", "ask for less"
+        else:
+            field = "spec.minAvailable" if spec.min_available is not None else "spec.tasks"
+            advice = "a job runs whole on one cluster: make the gang smaller"
+        return [{"field": prefix + field, "message": f"{why.reason}; {advice}, {ESCAPE}"}]
+
+    def _command(self, record: JobRecord, prefix: str) -> Fields:
+        spec = record.spec
+        backends = {self.backends[view.name] for view in self.state.matching(spec.cluster_selector)}
+        if not backends or not backends <= COMMAND_BACKENDS:
+            return []
+        for index, task in enumerate(spec.tasks):
+            if not task.command:
+                message = (
+                    f"required: every cluster this job may run on has the {', '.join(sorted(backends))} backend, "
+                    f"which starts a task by running its command; add a command, {ESCAPE}"
+                )
+                return [{"field": f"{prefix}spec.tasks[{index}].command", "message": message}]
+        return []
