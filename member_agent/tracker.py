@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from federation.models import JobSpecBody, JobState
 from federation.models.cluster import Assignment, RunningJob, StatusUpdate
-from member_agent.backends.base import TaskLaunch, TaskPhase, TaskStatus
+from member_agent.backends.base import TaskLaunch, TaskPhase, TaskReport
 from policies.clock import Clock
 
 
@@ -25,7 +25,7 @@ class LocalJob:
     priority: int = 0
     submit_time: float = 0.0
     spec: JobSpecBody | None = None
-    tasks: dict[str, TaskStatus] = field(default_factory=dict)
+    tasks: dict[str, TaskReport] = field(default_factory=dict)
     state: JobState = JobState.ADMITTED
     launched: bool = False
     cancel_reason: str | None = None
@@ -43,7 +43,7 @@ class LocalJob:
     def resources(self) -> dict[str, float]:
         return {} if self.spec is None else self.spec.total_resources()
 
-    def record(self, status: TaskStatus) -> None:
+    def record(self, status: TaskReport) -> None:
         """Keep ``status`` as its task's latest, and the phase counts with it (a gang of hundreds of
         tasks reports each of them: counting all phases again at each would cost the square)."""
         before = self.tasks.get(status.task_id)
@@ -110,7 +110,7 @@ class JobTracker:
         self._emit(job, JobState.ADMITTED)
         return job
 
-    def adopt(self, statuses: list[TaskStatus]) -> None:
+    def adopt(self, statuses: list[TaskReport]) -> None:
         """After a restart: hold the runs the backend still has, so the federation can fence them."""
         for status in statuses:
             job = self.jobs.get(status.job_id)
@@ -130,7 +130,7 @@ class JobTracker:
             if not job.launched and job.cancel_reason is None and job.state is JobState.ADMITTED
         ]
 
-    def observe(self, status: TaskStatus) -> LocalJob | None:
+    def observe(self, status: TaskReport) -> LocalJob | None:
         """Fold one task status into its job; returns the job when it just failed (kill its other tasks)."""
         job = self.jobs.get(status.job_id)
         if job is None or job.epoch != status.epoch or job.state.terminal or job.state is JobState.PENDING:
@@ -176,7 +176,7 @@ class JobTracker:
     def drop(self, job_id: str) -> LocalJob | None:
         return self.jobs.pop(job_id, None)
 
-    def _emit(self, job: LocalJob, state: JobState, status: TaskStatus | None = None, reason: str = "") -> None:
+    def _emit(self, job: LocalJob, state: JobState, status: TaskReport | None = None, reason: str = "") -> None:
         job.state = state
         when = self.clock.now()
         if status is not None:

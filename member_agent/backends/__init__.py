@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from member_agent.backends.base import Backend, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskStatus
+from member_agent.backends.base import Backend, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskReport
 from policies.clock import Clock
 
-__all__ = ["Backend", "LaunchError", "NodeView", "TaskLaunch", "TaskPhase", "TaskStatus", "create_backend"]
+__all__ = ["Backend", "LaunchError", "NodeView", "TaskLaunch", "TaskPhase", "TaskReport", "create_backend"]
 
 
 def create_backend(kind: str, settings: dict[str, Any], clock: Clock) -> Backend:

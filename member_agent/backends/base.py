@@ -62,7 +62,9 @@ class TaskLaunch:
 
 
 @dataclass(frozen=True)
-class TaskStatus:
+class TaskReport:
+    """What a backend last saw of one task: the agent turns these into job states for the federation."""
+
     job_id: str
     task_name: str
     index: int
@@ -109,11 +111,11 @@ class Backend(Protocol):
         """Stop a job's tasks (all epochs when ``epoch`` is None); their final status is KILLED."""
         ...
 
-    def poll(self) -> list[TaskStatus]:
+    def poll(self) -> list[TaskReport]:
         """Status changes since the previous call, oldest first; each change is returned once."""
         ...
 
-    def tasks(self) -> list[TaskStatus]:
+    def tasks(self) -> list[TaskReport]:
         """The current status of every task the backend knows of: what a restarted agent reconciles from."""
         ...
 

@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from kubernetes import client
 
-from member_agent.backends.base import TaskLaunch, TaskPhase, TaskStatus
+from member_agent.backends.base import TaskLaunch, TaskPhase, TaskReport
 from policies.units import parse_quantity
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
@@ -193,7 +193,7 @@ def _task_container(pod: client.V1Pod) -> client.V1ContainerStatus | None:
     return next((s for s in statuses if s.name == CONTAINER_NAME), None)
 
 
-def task_status(pod: client.V1Pod) -> TaskStatus | None:
+def task_status(pod: client.V1Pod) -> TaskReport | None:
     """The task state a fedq pod shows, or None for a pod that is not (or not validly) a fedq task."""
     annotations = metadata(pod).annotations or {}
     if not is_managed(pod):
@@ -228,7 +228,7 @@ def task_status(pod: client.V1Pod) -> TaskStatus | None:
     elif waiting is not None:
         reason = waiting.reason or ""
     started = running.started_at if running else (terminated.started_at if terminated else None)
-    return TaskStatus(
+    return TaskReport(
         job_id=job_id,
         task_name=task_name,
         index=index,

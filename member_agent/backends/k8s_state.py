@@ -15,7 +15,7 @@ from typing import Any
 
 from kubernetes import client
 
-from member_agent.backends.base import NodeView, TaskStatus
+from member_agent.backends.base import NodeView, TaskReport
 from member_agent.backends.k8s_pods import TERMINAL_POD_PHASES, metadata, name_of, pod_requests, task_status
 from member_agent.backends.k8s_tracker import TaskTracker
 from policies.clock import Clock
@@ -35,7 +35,7 @@ class PodRecord:
     active: bool  # not Succeeded/Failed: it still holds its node's resources
     deleting: bool
     requests: dict[str, float]
-    task: TaskStatus | None  # only for fedq task pods in the agent's namespace
+    task: TaskReport | None  # only for fedq task pods in the agent's namespace
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class Launched:
     uid: str
     node: str
     requests: dict[str, float]
-    status: TaskStatus
+    status: TaskReport
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ class ClusterState:
         self._assumed: dict[str, _Assumed] = {}
         self._launch_seq = 0
         self._in_flight: set[str] = set()
-        self._vanished: dict[str, TaskStatus] = {}  # in-flight pods whose deletion the watch already saw
+        self._vanished: dict[str, TaskReport] = {}  # in-flight pods whose deletion the watch already saw
         self._rolled_back: set[str] = set()
         self.node_sink = _NodeSink(self)
         self.pod_sink = _PodSink(self)
@@ -211,7 +211,7 @@ class ClusterState:
     def kill_targets(self, job_id: str, epoch: int | None, reason: str) -> list[tuple[str, str]]:
         """(name, uid) of the job's pods to delete; records why, so their end reports that reason."""
         with self._changed:
-            candidates: dict[str, tuple[str, TaskStatus, bool]] = {
+            candidates: dict[str, tuple[str, TaskReport, bool]] = {
                 name: (a.pod.uid, a.pod.status, False) for name, a in self._assumed.items()
             }
             for (ns, name), record in self._pods.items():
@@ -249,11 +249,11 @@ class ClusterState:
         with self._changed:
             self._tracker.forget_final(name)
 
-    def drain(self) -> list[TaskStatus]:
+    def drain(self) -> list[TaskReport]:
         with self._changed:
             return self._tracker.drain(self._clock.now())
 
-    def tasks(self) -> list[TaskStatus]:
+    def tasks(self) -> list[TaskReport]:
         with self._changed:
             out = {
                 name: self._tracker.status_of(name) or a.pod.status

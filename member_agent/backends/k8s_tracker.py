@@ -11,29 +11,29 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from member_agent.backends.base import TaskPhase, TaskStatus
+from member_agent.backends.base import TaskPhase, TaskReport
 
 DELETED_REASON = "deleted"
 
 
-def _same(a: TaskStatus, b: TaskStatus) -> bool:
+def _same(a: TaskReport, b: TaskReport) -> bool:
     return (a.phase, a.exit_code, a.reason) == (b.phase, b.exit_code, b.reason)
 
 
 class TaskTracker:
     def __init__(self) -> None:
-        self._last: dict[str, TaskStatus] = {}
-        self._pending: list[tuple[str, TaskStatus]] = []
+        self._last: dict[str, TaskReport] = {}
+        self._pending: list[tuple[str, TaskReport]] = []
         self._kill_reasons: dict[str, str] = {}
         self._final_since: dict[str, float] = {}
 
-    def baseline(self, name: str, status: TaskStatus, now: float) -> None:
+    def baseline(self, name: str, status: TaskReport, now: float) -> None:
         """Adopt a pod found at start-up without reporting it: ``tasks()`` is how a restart learns of it."""
         self._last[name] = status
         if status.phase.terminal:
             self._final_since[name] = now
 
-    def observe(self, name: str, status: TaskStatus) -> None:
+    def observe(self, name: str, status: TaskReport) -> None:
         last = self._last.get(name)
         if last is not None and last.phase.terminal:
             return
@@ -47,7 +47,7 @@ class TaskTracker:
         self._last[name] = status
         self._pending.append((name, status))
 
-    def gone(self, name: str, last_seen: TaskStatus, now: float) -> None:
+    def gone(self, name: str, last_seen: TaskReport, now: float) -> None:
         """The pod no longer exists: if it had not ended, it was killed (by the agent or by someone else)."""
         if last_seen.phase.terminal:
             self.observe(name, last_seen)
@@ -66,13 +66,13 @@ class TaskTracker:
         self._kill_reasons.setdefault(name, reason)
         return True
 
-    def status_of(self, name: str) -> TaskStatus | None:
+    def status_of(self, name: str) -> TaskReport | None:
         return self._last.get(name)
 
     def has_pending(self) -> bool:
         return bool(self._pending)
 
-    def drain(self, now: float) -> list[TaskStatus]:
+    def drain(self, now: float) -> list[TaskReport]:
         """The changes since the last drain, oldest first; terminal ones start their retention clock."""
         drained, self._pending = self._pending, []
         for name, status in drained:

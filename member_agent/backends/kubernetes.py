@@ -21,7 +21,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from federation.models.resources import GPU
-from member_agent.backends.base import LaunchError, NodeView, TaskLaunch, TaskPhase, TaskStatus
+from member_agent.backends.base import LaunchError, NodeView, TaskLaunch, TaskPhase, TaskReport
 from member_agent.backends.k8s_config import KubernetesSettings, load_api_client
 from member_agent.backends.k8s_informer import Informer, Sink
 from member_agent.backends.k8s_pods import PodTemplate, build_pod, metadata, name_of, pod_requests
@@ -155,7 +155,7 @@ class KubernetesBackend:
                     uid=metadata(pod).uid or "",
                     node=task.node,
                     requests=pod_requests(pod.spec),
-                    status=TaskStatus(
+                    status=TaskReport(
                         task.job_id, task.task_name, task.index, task.epoch, TaskPhase.PENDING, node=task.node
                     ),
                 )
@@ -175,12 +175,12 @@ class KubernetesBackend:
             raise KubernetesBackendError(f"could not delete pods of job {job_id}: {'; '.join(failures)}")
         log.info("job killed", job_id=job_id, epoch=epoch, reason=reason)
 
-    def poll(self) -> list[TaskStatus]:
+    def poll(self) -> list[TaskReport]:
         changes = self._state.drain()
         self._collect_garbage()
         return changes
 
-    def tasks(self) -> list[TaskStatus]:
+    def tasks(self) -> list[TaskReport]:
         return self._state.tasks()
 
     def close(self) -> None:

@@ -32,7 +32,7 @@ from ray.util.placement_group import PlacementGroup, placement_group, placement_
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy, PlacementGroupSchedulingStrategy
 
 from member_agent.backends import ray_runner
-from member_agent.backends.base import JobRejected, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskStatus
+from member_agent.backends.base import JobRejected, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskReport
 from member_agent.backends.ray_resources import RayRequest, from_ray, to_ray
 from member_agent.backends.ray_runner import RunInfo, RunState, TaskRunner
 from policies.clock import Clock, SystemClock
@@ -55,7 +55,7 @@ def run_name(job_id: str, epoch: int, task_name: str, index: int) -> str:
 @dataclass
 class _Run:
     handle: Any
-    status: TaskStatus
+    status: TaskReport
     placement_group: str  # hex id, "" when the run reserved nothing
     wait_ref: Any = None  # the pending ``wait`` call while the run is not finished
 
@@ -87,7 +87,7 @@ class RayBackend:
         self._waiting: dict[Any, str] = {}  # pending ``wait`` ref -> run name
         self._group_members: dict[str, set[str]] = {}  # placement group hex id -> unfinished run names
         self._reaped: set[str] = set()  # runs killed after their end, while Ray may still list their name
-        self._events: list[TaskStatus] = []
+        self._events: list[TaskReport] = []
         self._adopt()
         self._drop_orphan_groups()
 
@@ -152,7 +152,7 @@ class RayBackend:
                 final = replace(final, finished_at=self._clock.now())
             self._finish(name, final)
 
-    def poll(self) -> list[TaskStatus]:
+    def poll(self) -> list[TaskReport]:
         self._collect_finished()
         events, self._events = self._events, []
         for status in events:
@@ -160,7 +160,7 @@ class RayBackend:
                 self._runs.pop(run_name(status.job_id, status.epoch, status.task_name, status.index), None)
         return events
 
-    def tasks(self) -> list[TaskStatus]:
+    def tasks(self) -> list[TaskReport]:
         self._adopt()
         self._drop_orphan_groups()
         self._collect_finished()
@@ -249,7 +249,7 @@ class RayBackend:
         if group is not None:
             remove_placement_group(group)
 
-    def _track(self, handle: Any, state: RunState) -> TaskStatus:
+    def _track(self, handle: Any, state: RunState) -> TaskReport:
         """Start watching a run: one pending ``wait`` call that resolves when its process ends."""
         info = state["info"]
         name = run_name(info["job_id"], info["epoch"], info["task_name"], info["index"])
@@ -287,7 +287,7 @@ class RayBackend:
         for name, status in sorted(finished, key=lambda item: item[1].finished_at or 0.0):
             self._finish(name, status)
 
-    def _answer(self, ref: Any, name: str) -> TaskStatus:
+    def _answer(self, ref: Any, name: str) -> TaskReport:
         """What a ``wait`` call says; an actor that died under its run means the run is lost."""
         try:
             return status_of(ray.get(ref))
@@ -299,7 +299,7 @@ class RayBackend:
                 finished_at=self._clock.now(),
             )
 
-    def _finish(self, name: str, status: TaskStatus) -> None:
+    def _finish(self, name: str, status: TaskReport) -> None:
         """Record a run's final status, then free what it held: its actor and, once the gang is done, the group."""
         run = self._runs[name]
         run.status = status
@@ -340,10 +340,10 @@ class RayBackend:
                 remove_placement_group(PlacementGroup(PlacementGroupID.from_hex(group_id)))
 
 
-def status_of(state: RunState) -> TaskStatus:
-    """A runner's plain-dict state as the protocol's ``TaskStatus``."""
+def status_of(state: RunState) -> TaskReport:
+    """A runner's plain-dict state as the protocol's ``TaskReport``."""
     info = state["info"]
-    return TaskStatus(
+    return TaskReport(
         job_id=info["job_id"],
         task_name=info["task_name"],
         index=info["index"],

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from federation.models.resources import parse_resources
-from member_agent.backends.base import LaunchError, NodeView, TaskLaunch, TaskPhase, TaskStatus
+from member_agent.backends.base import LaunchError, NodeView, TaskLaunch, TaskPhase, TaskReport
 from policies.clock import Clock
 from policies.units import parse_duration
 
@@ -73,7 +73,7 @@ class _Node:
 class _Run:
     __slots__ = ("launch", "status", "end", "over_walltime", "active")
 
-    def __init__(self, launch: TaskLaunch, status: TaskStatus, end: float, over_walltime: bool) -> None:
+    def __init__(self, launch: TaskLaunch, status: TaskReport, end: float, over_walltime: bool) -> None:
         self.launch = launch
         self.status = status
         self.end = end
@@ -100,7 +100,7 @@ class SimulatedBackend:
         self._active_by_job: dict[str, set[RunKey]] = {}
         self._ends: list[tuple[float, int, _Run]] = []  # (end, launch order, run); ties never reach the run
         self._seq = 0
-        self._events: list[TaskStatus] = []
+        self._events: list[TaskReport] = []
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], clock: Clock) -> SimulatedBackend:
@@ -140,7 +140,7 @@ class SimulatedBackend:
         for key in [k for k in keys if epoch is None or k[1] == epoch]:
             self._finish(self._runs[key], TaskPhase.KILLED, now, reason=reason)
 
-    def poll(self) -> list[TaskStatus]:
+    def poll(self) -> list[TaskReport]:
         self.advance()
         events, self._events = self._events, []
         for status in events:
@@ -148,7 +148,7 @@ class SimulatedBackend:
                 self._runs.pop((status.task_id, status.epoch), None)
         return events
 
-    def tasks(self) -> list[TaskStatus]:
+    def tasks(self) -> list[TaskReport]:
         """Running tasks and those that ended since the last ``poll``."""
         self.advance()
         return [run.status for run in self._runs.values()]
@@ -201,7 +201,7 @@ class SimulatedBackend:
         over_walltime = launch.walltime is not None and runtime > launch.walltime
         end = now + (launch.walltime if over_walltime and launch.walltime is not None else runtime)
         key = (launch.task_id, launch.epoch)
-        status = TaskStatus(
+        status = TaskReport(
             job_id=launch.job_id,
             task_name=launch.task_name,
             index=launch.index,
@@ -236,7 +236,7 @@ class SimulatedBackend:
             del self._active_by_job[launch.job_id]
         self._use(launch, -1.0)
         started = run.status
-        run.status = TaskStatus(
+        run.status = TaskReport(
             started.job_id,
             started.task_name,
             started.index,

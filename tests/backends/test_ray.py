@@ -13,7 +13,7 @@ import ray
 from ray.util.placement_group import placement_group_table
 
 from federation.models.cluster import COMMAND_BACKENDS
-from member_agent.backends.base import Backend, JobRejected, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskStatus
+from member_agent.backends.base import Backend, JobRejected, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskReport
 from member_agent.backends.ray_backend import NAMESPACE, NODE_ID_LABEL, PREFIX, RayBackend
 
 pytestmark = pytest.mark.ray
@@ -43,10 +43,10 @@ def eventually(condition: Callable[[], bool], what: str, timeout: float = DEADLI
 
 
 def poll_until(
-    backend: RayBackend, done: Callable[[list[TaskStatus]], bool], timeout: float = DEADLINE
-) -> list[TaskStatus]:
+    backend: RayBackend, done: Callable[[list[TaskReport]], bool], timeout: float = DEADLINE
+) -> list[TaskReport]:
     """Poll, collecting every event, until ``done`` holds for what has been collected."""
-    events: list[TaskStatus] = []
+    events: list[TaskReport] = []
 
     def collected() -> bool:
         events.extend(backend.poll())
@@ -56,7 +56,7 @@ def poll_until(
     return events
 
 
-def terminal(events: list[TaskStatus], count: int = 1) -> bool:
+def terminal(events: list[TaskReport], count: int = 1) -> bool:
     return sum(e.phase.terminal for e in events) >= count
 
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from federation.models import JobSpecBody, TaskSpec
-from member_agent.backends.base import Backend, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskStatus
+from member_agent.backends.base import Backend, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskReport
 from member_agent.backends.simulated import SimulatedBackend, nodes_from_groups
 from member_agent.capacity import ShapeSummary, summarise
 from member_agent.local_scheduler import LocalPlan, LocalScheduler
@@ -52,7 +52,7 @@ def used(backend: SimulatedBackend, node: str, resource: str = "cpu") -> float:
     return next(n for n in backend.nodes() if n.name == node).used.get(resource, 0.0)
 
 
-def by_job(statuses: list[TaskStatus]) -> dict[str, TaskStatus]:
+def by_job(statuses: list[TaskReport]) -> dict[str, TaskReport]:
     return {s.job_id: s for s in statuses}
 
 
@@ -367,7 +367,7 @@ class NeverOverAllocates(RuleBasedStateMachine):
         for status in self.backend.tasks():
             self.check_timing(status, current=True)
 
-    def check_timing(self, status: TaskStatus, current: bool) -> None:
+    def check_timing(self, status: TaskReport, current: bool) -> None:
         """Ended runs ended on time; a run still running now (not an old event) is not yet due."""
         launch = self.launched[(status.task_id, status.epoch)]
         assert status.started_at is not None and launch.runtime is not None

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from member_agent.backends.base import LaunchError, TaskLaunch, TaskPhase, TaskStatus
+from member_agent.backends.base import LaunchError, TaskLaunch, TaskPhase, TaskReport
 from member_agent.backends.k8s_pods import pod_name
 from member_agent.backends.kubernetes import KubernetesBackend
 
@@ -87,9 +87,9 @@ def name_of(task: TaskLaunch) -> str:
     return pod_name(task.job_id, task.task_name, task.index, task.epoch)
 
 
-def collect(backend: KubernetesBackend, done: Callable[[list[TaskStatus]], bool], timeout: float) -> list[TaskStatus]:
+def collect(backend: KubernetesBackend, done: Callable[[list[TaskReport]], bool], timeout: float) -> list[TaskReport]:
     """poll() until ``done(everything so far)``, waking on the backend's change signal, within ``timeout``."""
-    got: list[TaskStatus] = []
+    got: list[TaskReport] = []
     deadline = time.monotonic() + timeout
     while not done(got):
         remaining = deadline - time.monotonic()
@@ -100,7 +100,7 @@ def collect(backend: KubernetesBackend, done: Callable[[list[TaskStatus]], bool]
     return got
 
 
-def phases(statuses: Sequence[TaskStatus], phase: TaskPhase) -> list[TaskStatus]:
+def phases(statuses: Sequence[TaskReport], phase: TaskPhase) -> list[TaskReport]:
     return [s for s in statuses if s.phase is phase]
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from member_agent.backends.base import TaskLaunch, TaskPhase, TaskStatus
+from member_agent.backends.base import TaskLaunch, TaskPhase, TaskReport
 from member_agent.backends.k8s_pods import (
     PodTemplate,
     build_pod,
@@ -164,7 +164,7 @@ def test_pods_that_are_not_fedq_tasks_have_no_task_status() -> None:
     assert task_status(broken) is None
 
 
-def _status(phase: TaskPhase, exit_code: int | None = None) -> TaskStatus:
+def _status(phase: TaskPhase, exit_code: int | None = None) -> TaskReport:
     status = task_status(_pod("Pending"))
     assert status is not None
     return replace(status, phase=phase, exit_code=exit_code)

@@ -6,12 +6,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from federation.models import JobSpecBody, TaskSpec
-from member_agent.backends.base import NodeView, TaskPhase, TaskStatus
+from member_agent.backends.base import NodeView, TaskPhase, TaskReport
 from member_agent.local_scheduler import LocalScheduler, _job_info
 from member_agent.node_table import node_info
 from member_agent.tracker import LocalJob
-from policies import JobInfo, ManualClock
-from policies import TaskStatus as State
+from policies import JobInfo, ManualClock, TaskStatus
 from policies import resources as res
 
 REPORTS = st.tuples(
@@ -32,9 +31,9 @@ def test_a_running_job_is_shown_as_a_rebuild_would_show_it(
     scheduler = LocalScheduler(ManualClock(0.0))
     for reports in cycles:
         for index, node, started, phase in reports:
-            job.record(TaskStatus("j", "main", index, 1, phase, node=node, started_at=started))
+            job.record(TaskReport("j", "main", index, 1, phase, node=node, started_at=started))
         shown = scheduler._running_infos([job])
-        expected = [_job_info(job, State.RUNNING)] if job.tasks else []
+        expected = [_job_info(job, TaskStatus.RUNNING)] if job.tasks else []
         assert [facts(info) for info in shown] == [facts(info) for info in expected]
 
 
