@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from federation.simulator.records import JobRecord
+    from federation.simulator.records import JobOutcome
 
 ACCASIM = "accasim==1.1.3"
 DEFAULT_VENV = Path("/tmp/accasim-venv")
@@ -163,15 +163,15 @@ def run_child(python: Path, workdir: Path, swf: Path, sysconfig: Path) -> dict[s
     return json.loads((workdir / "summary.json").read_text())
 
 
-def read_schedule(path: Path) -> list[JobRecord]:
-    """AccaSim's dispatch plan (SCHEDULE_FORMAT lines) as fedq JobRecords."""
-    from federation.simulator.records import JobRecord  # see replay(): not importable in the child
+def read_schedule(path: Path) -> list[JobOutcome]:
+    """AccaSim's dispatch plan (SCHEDULE_FORMAT lines) as fedq JobOutcomes."""
+    from federation.simulator.records import JobOutcome  # see replay(): not importable in the child
 
     records = []
     for line in path.read_text().splitlines():
         job_id, user, submit, start, end, cores = line.split(";")
         records.append(
-            JobRecord(
+            JobOutcome(
                 id=job_id,
                 tenant=f"user{user}",
                 queue="default",

@@ -85,7 +85,7 @@ class EngineStats:
 
 @dataclass
 class SimulationResult:
-    records: list[records.JobRecord]
+    records: list[records.JobOutcome]
     capacity: dict[str, float]
     reasons: dict[str, str] = field(default_factory=dict)  # job id -> why it was Rejected/Unschedulable/Failed
     stats: EngineStats = field(default_factory=EngineStats)
@@ -366,12 +366,12 @@ class Engine:
     # ---- output ------------------------------------------------------------------------------
 
     def _result(self) -> SimulationResult:
-        out: list[records.JobRecord] = []
+        out: list[records.JobOutcome] = []
         reasons: dict[str, str] = {}
         for number, sim in enumerate(self.scenario.jobs):
             job = self.jobs[self.ids[number]]
             out.append(
-                records.JobRecord(
+                records.JobOutcome(
                     id=sim.id,
                     tenant=sim.tenant,
                     queue=sim.spec.queue,

@@ -22,7 +22,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TypedDict
 
-from federation.simulator.records import JobRecord
+from federation.simulator.records import JobOutcome
 
 SLOWDOWN_TAU = 10.0  # seconds: runs shorter than this count as this long in bounded slowdown
 WAIT_PERCENTILE = 95.0
@@ -77,7 +77,7 @@ def dominant_share(resources: Mapping[str, float], capacity: Mapping[str, float]
 
 
 def compute_metrics(
-    records: Iterable[JobRecord],
+    records: Iterable[JobOutcome],
     capacity: Mapping[str, float],
     fair_shares: Mapping[str, float] | None = None,
 ) -> Metrics:
@@ -133,10 +133,10 @@ def jain_index(xs: Sequence[float]) -> float | None:
 
 
 def _tenant_table(
-    jobs: list[JobRecord], capacity: Mapping[str, float], fair_shares: Mapping[str, float] | None
+    jobs: list[JobOutcome], capacity: Mapping[str, float], fair_shares: Mapping[str, float] | None
 ) -> tuple[dict[str, TenantMetrics], float | None]:
     """The per-tenant table and Jain's index over it (see the module docstring)."""
-    by_tenant: dict[str, list[JobRecord]] = {}
+    by_tenant: dict[str, list[JobOutcome]] = {}
     for job in jobs:
         by_tenant.setdefault(job.tenant, []).append(job)
     fair = _normalised_fair_shares(sorted(by_tenant), fair_shares)

@@ -12,13 +12,13 @@ import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from federation.simulator.records import JobRecord
+from federation.simulator.records import JobOutcome
 
 JOBS_CSV_HEADER = ("id", "tenant", "queue", "cluster", "submit", "start", "end", "wait", "state")
 JSON_DECIMALS = 6
 
 
-def write_jobs_csv(records: Iterable[JobRecord], path: str | Path) -> None:
+def write_jobs_csv(records: Iterable[JobOutcome], path: str | Path) -> None:
     """One row per job, ordered by submit time and, for equal submits, by the order given.
 
     start, end and wait are empty for a job that never ran.

@@ -18,7 +18,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from federation.simulator.metrics import dominant_share
-from federation.simulator.records import JobRecord
+from federation.simulator.records import JobOutcome
 
 FIGSIZE_IN = (10.0, 5.0)
 DPI = 100
@@ -31,7 +31,7 @@ Interval = tuple[float, float, float]  # (start, end, amount)
 
 
 def plot_utilization(
-    records: Iterable[JobRecord], capacity: Mapping[str, float], path: str | Path, bins: int = DEFAULT_BINS
+    records: Iterable[JobOutcome], capacity: Mapping[str, float], path: str | Path, bins: int = DEFAULT_BINS
 ) -> None:
     """Percent of each capacity resource in use over time, with its mean over the whole span."""
     ran = _runs(records)
@@ -56,7 +56,7 @@ def plot_utilization(
 
 
 def plot_tenant_shares(
-    records: Iterable[JobRecord],
+    records: Iterable[JobOutcome],
     fair_shares: Mapping[str, float],
     path: str | Path,
     capacity: Mapping[str, float] | None = None,
@@ -98,7 +98,7 @@ def plot_tenant_shares(
     _save(fig, path)
 
 
-def plot_waits(records: Iterable[JobRecord], path: str | Path, bins: int = DEFAULT_BINS) -> None:
+def plot_waits(records: Iterable[JobOutcome], path: str | Path, bins: int = DEFAULT_BINS) -> None:
     """Left: the distribution of waits (CDF, log scale). Right: mean wait by submit time."""
     started = [(r.submit, r.start) for r in records if r.start is not None]
     if not started:
@@ -146,7 +146,7 @@ class _Run(NamedTuple):
     resources: Mapping[str, float]
 
 
-def _runs(records: Iterable[JobRecord]) -> list[_Run]:
+def _runs(records: Iterable[JobOutcome]) -> list[_Run]:
     runs = [
         _Run(r.submit, r.start, r.end, r.tenant, r.resources)
         for r in records

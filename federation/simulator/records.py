@@ -16,7 +16,7 @@ COMPLETED_STATES: Final = ("Succeeded", "Failed")
 
 
 @dataclass(frozen=True, slots=True)
-class JobRecord:
+class JobOutcome:
     """One job's outcome. ``start``/``end`` are None for jobs that never ran (Rejected, Unschedulable)."""
 
     id: str

@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 
 from federation.simulator.metrics import bounded_slowdown, compute_metrics, jain_index, percentile
-from federation.simulator.records import JobRecord
+from federation.simulator.records import JobOutcome
 
 CAPACITY = {"cpu": 4.0}
 
 
 def run(
     id: str, tenant: str, submit: float, start: float, end: float, cpu: float, state: str = "Succeeded"
-) -> JobRecord:
-    return JobRecord(
+) -> JobOutcome:
+    return JobOutcome(
         id=id, tenant=tenant, queue="q", submit=submit, state=state, resources={"cpu": cpu}, start=start, end=end
     )
 
@@ -28,7 +28,7 @@ SCHEDULE = [
     run("A", "a", 0, 0, 100, 2),
     run("B", "a", 0, 50, 55, 1),
     run("C", "b", 10, 100, 200, 4),
-    JobRecord(id="D", tenant="b", queue="q", submit=20, state="Rejected", resources={"cpu": 8}),
+    JobOutcome(id="D", tenant="b", queue="q", submit=20, state="Rejected", resources={"cpu": 8}),
     run("E", "c", 30, 40, 60, 1, state="Cancelled"),
 ]
 
@@ -93,7 +93,7 @@ def test_jain_is_one_when_usage_follows_given_fair_shares() -> None:
 
 
 def test_jain_of_one_tenant_taking_everything_is_one_over_n() -> None:
-    never_ran = [JobRecord(id=t, tenant=t, queue="q", submit=0, state="Unschedulable") for t in ("b", "c", "d")]
+    never_ran = [JobOutcome(id=t, tenant=t, queue="q", submit=0, state="Unschedulable") for t in ("b", "c", "d")]
     m = compute_metrics([run("1", "a", 0, 0, 10, 1), *never_ran], CAPACITY)
     assert m["jain_fairness"] == pytest.approx(1 / 4)
 
@@ -106,7 +106,7 @@ def test_missing_fair_share_is_an_error() -> None:
 def test_resources_outside_capacity_are_not_counted() -> None:
     # The job holds 2 of 4 CPUs for the whole span of 10 s: cpu utilization 0.5; its gpu is not a
     # federation resource here, so it neither appears nor changes the dominant share.
-    job = JobRecord(
+    job = JobOutcome(
         id="1", tenant="a", queue="q", submit=0, state="Succeeded", resources={"cpu": 2, "gpu": 1}, start=0, end=10
     )
     m = compute_metrics([job], CAPACITY)
@@ -168,11 +168,11 @@ def test_jain_index_undefined_without_usage() -> None:
 def test_job_record_rejects_impossible_records(kwargs: dict[str, object]) -> None:
     fields: dict[str, object] = {"id": "x", "tenant": "t", "queue": "q", "submit": 0.0, "state": "Succeeded"}
     with pytest.raises(ValueError):
-        JobRecord(**(fields | kwargs))  # type: ignore[arg-type]
+        JobOutcome(**(fields | kwargs))  # type: ignore[arg-type]
 
 
 def test_job_record_wait_and_runtime() -> None:
     ran = run("1", "a", 5, 15, 45, 1)
     assert (ran.wait, ran.runtime, ran.completed) == (10, 30, True)
-    pending = JobRecord(id="2", tenant="a", queue="q", submit=5, state="Cancelled")
+    pending = JobOutcome(id="2", tenant="a", queue="q", submit=5, state="Cancelled")
     assert (pending.wait, pending.runtime, pending.completed) == (None, None, False)

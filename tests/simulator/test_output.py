@@ -19,11 +19,11 @@ from federation.simulator.plots import (
     plot_utilization,
     plot_waits,
 )
-from federation.simulator.records import JobRecord
+from federation.simulator.records import JobOutcome
 
 
-def record(id: str, submit: float, start: float | None, end: float | None, state: str = "Succeeded") -> JobRecord:
-    return JobRecord(
+def record(id: str, submit: float, start: float | None, end: float | None, state: str = "Succeeded") -> JobOutcome:
+    return JobOutcome(
         id=id,
         tenant=f"t{int(id) % 3}",
         queue="root.q",
@@ -36,7 +36,7 @@ def record(id: str, submit: float, start: float | None, end: float | None, state
     )
 
 
-def schedule(n: int = 60) -> list[JobRecord]:
+def schedule(n: int = 60) -> list[JobOutcome]:
     """Jobs on a 4-CPU machine, one after another: job i runs in [10 i, 10 i + 7]; every 10th is rejected."""
     rng = random.Random(7)
     jobs = []
