@@ -7,7 +7,7 @@ from federation.store.etcd import EtcdStore, parse_endpoint
 from federation.store.etcd_server import EtcdServer, EtcdServerError
 from federation.store.factory import open_store
 from federation.store.memory import MemoryStore
-from federation.store.types import Compare, KeyValue, Op, Snapshot, TxnResult, WatchEvent
+from federation.store.types import Compare, KeyValue, Op, StoreSnapshot, TxnResult, WatchEvent
 
 __all__ = [
     "DEFAULT_MAX_TXN_OPS",
@@ -21,7 +21,7 @@ __all__ = [
     "LeaseNotFound",
     "MemoryStore",
     "Op",
-    "Snapshot",
+    "StoreSnapshot",
     "Store",
     "StoreError",
     "StoreFull",

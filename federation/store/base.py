@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Sequence
 from typing import Protocol
 
-from federation.store.types import Compare, KeyValue, Op, Snapshot, TxnResult, WatchEvent
+from federation.store.types import Compare, KeyValue, Op, StoreSnapshot, TxnResult, WatchEvent
 
 DEFAULT_PREFIX = "/fedq/"
 DEFAULT_MAX_TXN_OPS = 128
@@ -25,7 +25,7 @@ class Store(Protocol):
 
     async def range(self, prefix: str, *, limit: int = 0) -> list[KeyValue]: ...
 
-    async def snapshot(self, prefix: str, *, limit: int = 0, end: str | None = None) -> Snapshot:
+    async def snapshot(self, prefix: str, *, limit: int = 0, end: str | None = None) -> StoreSnapshot:
         """Keys under ``prefix`` (with ``end``: from ``prefix`` up to, not including, ``end``) at one revision."""
         ...
 

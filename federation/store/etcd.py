@@ -21,7 +21,7 @@ from aetcd import rpc
 
 from federation.store.base import DEFAULT_MAX_TXN_OPS, DEFAULT_PREFIX, check_txn
 from federation.store.errors import CompactedError, LeaseNotFound, StoreError, StoreFull, StoreUnavailable
-from federation.store.types import Compare, KeyValue, Op, Snapshot, TxnResponse, TxnResult, WatchEvent
+from federation.store.types import Compare, KeyValue, Op, StoreSnapshot, TxnResponse, TxnResult, WatchEvent
 
 log = structlog.get_logger(__name__)
 
@@ -86,7 +86,7 @@ class EtcdStore:
     async def range(self, prefix: str, *, limit: int = 0) -> list[KeyValue]:
         return (await self.snapshot(prefix, limit=limit)).kvs
 
-    async def snapshot(self, prefix: str, *, limit: int = 0, end: str | None = None) -> Snapshot:
+    async def snapshot(self, prefix: str, *, limit: int = 0, end: str | None = None) -> StoreSnapshot:
         """Read in pages at one revision; restart if a compaction overtakes the read."""
         attempt = 1
         while True:
@@ -258,7 +258,7 @@ class EtcdStore:
         await self._connect()
         return self._client.kvstub
 
-    async def _paged_range(self, prefix: str, limit: int, until: str | None) -> Snapshot:
+    async def _paged_range(self, prefix: str, limit: int, until: str | None) -> StoreSnapshot:
         kv = await self._kv_stub()
         start = self._key(prefix)
         end = _range_end(start) if until is None else self._key(until)
@@ -276,7 +276,7 @@ class EtcdStore:
             revision = revision or int(response.header.revision)
             found.extend(self._record(raw) for raw in response.kvs)
             if not response.more or not response.kvs or (limit and len(found) >= limit):
-                return Snapshot(revision, found)
+                return StoreSnapshot(revision, found)
             start = response.kvs[-1].key + b"\0"
 
     def _key(self, key: str) -> bytes:

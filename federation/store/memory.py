@@ -19,7 +19,7 @@ from sortedcontainers import SortedList
 
 from federation.store.base import DEFAULT_MAX_TXN_OPS, check_txn
 from federation.store.errors import CompactedError, LeaseNotFound, StoreError, StoreUnavailable
-from federation.store.types import Compare, KeyValue, Op, Snapshot, TxnResponse, TxnResult, WatchEvent
+from federation.store.types import Compare, KeyValue, Op, StoreSnapshot, TxnResponse, TxnResult, WatchEvent
 from policies.clock import Clock, SystemClock
 
 DEFAULT_HISTORY_LIMIT = 100_000
@@ -77,9 +77,9 @@ class MemoryStore:
         self._begin()
         return self._range(prefix, limit)
 
-    async def snapshot(self, prefix: str, *, limit: int = 0, end: str | None = None) -> Snapshot:
+    async def snapshot(self, prefix: str, *, limit: int = 0, end: str | None = None) -> StoreSnapshot:
         self._begin()
-        return Snapshot(self._revision, self._range(prefix, limit, end))
+        return StoreSnapshot(self._revision, self._range(prefix, limit, end))
 
     async def put(self, key: str, value: bytes, *, lease: int = 0) -> int:
         result = await self.txn((), (Op.put(key, value, lease),))

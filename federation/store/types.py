@@ -97,7 +97,7 @@ class TxnResult:
 
 
 @dataclass(frozen=True, slots=True)
-class Snapshot:
+class StoreSnapshot:
     """A range read at one revision, so a caller can watch from ``revision + 1`` without a gap."""
 
     revision: int
