@@ -22,10 +22,10 @@ from kubernetes.client.exceptions import ApiException
 
 from federation.models.resources import GPU
 from member_agent.backends.base import LaunchError, NodeView, TaskLaunch, TaskPhase, TaskReport
+from member_agent.backends.k8s_cache import ClusterCache, Launched
 from member_agent.backends.k8s_config import KubernetesSettings, load_api_client
 from member_agent.backends.k8s_informer import Informer, Sink
 from member_agent.backends.k8s_pods import PodTemplate, build_pod, metadata, name_of, pod_requests
-from member_agent.backends.k8s_state import ClusterState, Launched
 from policies.clock import Clock, SystemClock
 
 log = structlog.get_logger(__name__)
@@ -76,10 +76,10 @@ class KubernetesBackend:
             kill_grace_seconds=self.settings.kill_grace_seconds,
             resource_names=renamed,
         )
-        self._state = ClusterState(namespace, self._clock)
+        self._cache = ClusterCache(namespace, self._clock)
         self._informers = [
-            self._informer("nodes", self._core.list_node, client.V1Node, self._state.node_sink),
-            self._informer("pods", self._core.list_pod_for_all_namespaces, client.V1Pod, self._state.pod_sink),
+            self._informer("nodes", self._core.list_node, client.V1Node, self._cache.node_sink),
+            self._informer("pods", self._core.list_pod_for_all_namespaces, client.V1Pod, self._cache.pod_sink),
         ]
         self._closed = False
         try:
@@ -112,7 +112,7 @@ class KubernetesBackend:
 
     def nodes(self) -> list[NodeView]:
         """Capacity in fedq's resource names (a cluster's own GPU resource reads as nvidia.com/gpu)."""
-        views = self._state.nodes()
+        views = self._cache.nodes()
         if not self._fedq_names:
             return views
         return [
@@ -131,7 +131,7 @@ class KubernetesBackend:
             raise LaunchError(f"gang of job {gang[0].job_id} names the same task twice")
         if unplaced := [task.task_id for task in gang if not task.node]:
             raise LaunchError(f"tasks without a node cannot be bound: {', '.join(unplaced)}")
-        self._state.begin_launch(names)
+        self._cache.begin_launch(names)
         created: list[client.V1Pod] = []
         creating: str | None = None
         try:
@@ -148,7 +148,7 @@ class KubernetesBackend:
             raise LaunchError(
                 f"gang of {len(gang)} task(s) of job {gang[0].job_id} not started, its pods deleted: {describe(exc)}"
             ) from exc
-        self._state.launched(
+        self._cache.launched(
             [
                 Launched(
                     name=name_of(pod),
@@ -166,7 +166,7 @@ class KubernetesBackend:
 
     def kill(self, job_id: str, epoch: int | None = None, reason: str = "cancelled") -> None:
         failures = []
-        for name, uid in self._state.kill_targets(job_id, epoch, reason):
+        for name, uid in self._cache.kill_targets(job_id, epoch, reason):
             try:
                 self._delete(name, uid, self.settings.kill_grace_seconds)
             except API_ERRORS as exc:
@@ -176,12 +176,12 @@ class KubernetesBackend:
         log.info("job killed", job_id=job_id, epoch=epoch, reason=reason)
 
     def poll(self) -> list[TaskReport]:
-        changes = self._state.drain()
+        changes = self._cache.drain()
         self._collect_garbage()
         return changes
 
     def tasks(self) -> list[TaskReport]:
-        return self._state.tasks()
+        return self._cache.tasks()
 
     def close(self) -> None:
         if self._closed:
@@ -196,11 +196,11 @@ class KubernetesBackend:
 
     def wait_for_changes(self, timeout: float) -> bool:
         """Block until ``poll()`` has something to return (True) or ``timeout`` seconds pass (False)."""
-        return self._state.wait_until(self._state.has_changes, timeout)
+        return self._cache.wait_until(self._cache.has_changes, timeout)
 
     def wait_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
         """Block until ``predicate()`` holds, re-checked at every change the watches bring; False on timeout."""
-        return self._state.wait_until(predicate, timeout)
+        return self._cache.wait_until(predicate, timeout)
 
     # -- API calls ----------------------------------------------------------------------------------
 
@@ -247,7 +247,7 @@ class KubernetesBackend:
 
     def _roll_back(self, names: list[str], created: list[client.V1Pod], unsure: list[str]) -> None:
         victims = [(name_of(pod), metadata(pod).uid or "") for pod in created] + [(n, "") for n in unsure]
-        self._state.rolled_back(names, [name for name, _ in victims])
+        self._cache.rolled_back(names, [name for name, _ in victims])
         for name, uid in victims:
             try:
                 self._delete(name, uid, ROLLBACK_GRACE_SECONDS)
@@ -256,13 +256,13 @@ class KubernetesBackend:
 
     def _collect_garbage(self) -> None:
         """Delete finished pods past retention (their status was reported) and rollback leftovers."""
-        for name, uid in self._state.finished_garbage(self.settings.keep_finished_seconds):
+        for name, uid in self._cache.finished_garbage(self.settings.keep_finished_seconds):
             try:
                 self._delete(name, uid, 0)
-                self._state.forget_final(name)
+                self._cache.forget_final(name)
             except API_ERRORS as exc:
                 log.warning("deleting finished pod failed, retried on poll", pod=name, error=describe(exc))
-        for name, uid in self._state.orphans():
+        for name, uid in self._cache.orphans():
             try:
                 self._delete(name, uid, ROLLBACK_GRACE_SECONDS)
             except API_ERRORS as exc:

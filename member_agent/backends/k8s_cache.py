@@ -83,7 +83,9 @@ def node_view(node: client.V1Node) -> NodeView:
     )
 
 
-class ClusterState:
+class ClusterCache:
+    """The informers' copy of the cluster (nodes, pods, fedq's tasks) that the backend reads instead of the API."""
+
     def __init__(self, namespace: str, clock: Clock) -> None:
         self._namespace = namespace
         self._clock = clock
@@ -294,29 +296,29 @@ class ClusterState:
 
 
 class _NodeSink:
-    def __init__(self, state: ClusterState) -> None:
-        self._state = state
+    def __init__(self, cache: ClusterCache) -> None:
+        self._cache = cache
 
     def list_started(self) -> None:
         """Nodes need no bookkeeping across a list."""
 
     def replace(self, items: list[Any], initial: bool) -> None:
-        self._state.replace_nodes(items)
+        self._cache.replace_nodes(items)
 
     def apply(self, event_type: str, obj: Any) -> None:
-        self._state.apply_node(event_type, obj)
+        self._cache.apply_node(event_type, obj)
 
 
 class _PodSink:
-    def __init__(self, state: ClusterState) -> None:
-        self._state = state
+    def __init__(self, cache: ClusterCache) -> None:
+        self._cache = cache
         self._seq_at_list = 0
 
     def list_started(self) -> None:
-        self._seq_at_list = self._state.launch_seq()
+        self._seq_at_list = self._cache.launch_seq()
 
     def replace(self, items: list[Any], initial: bool) -> None:
-        self._state.replace_pods(items, initial, self._seq_at_list)
+        self._cache.replace_pods(items, initial, self._seq_at_list)
 
     def apply(self, event_type: str, obj: Any) -> None:
-        self._state.apply_pod(event_type, obj)
+        self._cache.apply_pod(event_type, obj)
