@@ -15,7 +15,9 @@ from policies.snapshot import JobInfo
 
 
 @register_plugin
-class Reservation(Plugin):
+class ReservationPlugin(Plugin):
+    """Gates ``job_reservable``; the ``Reservation`` a session books is in ``policies.framework.decisions``."""
+
     name = "reservation"
     now: float
 
