@@ -1,6 +1,7 @@
 """Built-in plugins; importing this package registers them by name."""
 
 from policies.plugins import (  # noqa: F401
+    binpack,
     conformance,
     drf,
     fairshare,
@@ -10,4 +11,5 @@ from policies.plugins import (  # noqa: F401
     priority,
     proportion,
     reservation,
+    spread,
 )
