@@ -13,7 +13,7 @@ import structlog
 
 from federation.client import FedqClient
 from member_agent.agent import Agent
-from member_agent.backends import Backend, create_backend
+from member_agent.backends import BACKENDS, Backend, create_backend
 from member_agent.config import AgentConfig, load_agent_config
 from member_agent.credentials import Credential, load_credential, save_credential
 from member_agent.local_scheduler import LocalScheduler
@@ -125,7 +125,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     shared = argparse.ArgumentParser(add_help=False)
     shared.add_argument("--config", help="agent YAML (see configs/agents/)")
     shared.add_argument("--name", help="cluster name")
-    shared.add_argument("--backend", choices=["simulated", "ray", "kubernetes"])
+    shared.add_argument("--backend", choices=list(BACKENDS))
     shared.add_argument("--labels", help="cluster labels, e.g. region=eu,tier=gpu")
     shared.add_argument("--credential-file", help="where the cluster credential is kept (mode 0600)")
     shared.add_argument("--report-interval", help="e.g. 2s")

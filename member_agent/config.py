@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from federation.config import load_yaml_file
+from member_agent.backends import backend_name
 from policies.units import parse_duration
 
 DEFAULT_SIMULATED: dict[str, Any] = {"nodes": [{"count": 2, "resources": {"cpu": 4, "memory": "16Gi"}}]}
@@ -18,7 +19,7 @@ class AgentConfig(BaseModel):
 
     name: str = ""
     server: str = "http://127.0.0.1:8080"
-    backend: Literal["simulated", "ray", "kubernetes"] = "simulated"
+    backend: Annotated[str, AfterValidator(backend_name)] = "simulated"
     labels: dict[str, str] = Field(default_factory=dict)
     report_interval: float = Field(2.0, alias="reportInterval")
     credential_file: str = Field("", alias="credentialFile")

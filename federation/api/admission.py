@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from federation.clusters import ClusterService
 from federation.models import JobRecord
-from federation.models.cluster import COMMAND_BACKENDS
 from federation.models.resources import ALIASES, STANDARD_RESOURCES
 from federation.scheduler.state import FederationState, job_info
+from member_agent.backends import command_backends
 from policies.format import format_labels
 
 ESCAPE = (
@@ -88,7 +88,7 @@ class JoinedClusters:
     def _command(self, record: JobRecord, prefix: str) -> Fields:
         spec = record.spec
         backends = {self.backends[view.name] for view in self.state.matching(spec.cluster_selector)}
-        if not backends or not backends <= COMMAND_BACKENDS:
+        if not backends or not backends <= command_backends():
             return []
         for index, task in enumerate(spec.tasks):
             if not task.command:

@@ -23,11 +23,6 @@ MAX_RUNNING_PER_REPORT = 30_000  # a stored report must fit etcd's 1.5 MiB reque
 LOG_TAIL_MAX = 4096
 
 
-COMMAND_BACKENDS = frozenset({"ray"})
-"""Backends that start a task by running its ``command``, so have nothing to run without one (the
-Ray backend refuses such a launch; Kubernetes runs the image's entrypoint, the simulator ``runtime``)."""
-
-
 class ClusterState(StrEnum):
     READY = "Ready"
     UNREACHABLE = "Unreachable"

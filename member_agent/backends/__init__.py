@@ -1,30 +1,45 @@
-"""Backends a member agent schedules onto; each is imported only when chosen (Ray and the
-Kubernetes client are heavy)."""
+"""Backends a member agent schedules onto, registered by name; each module is imported only when
+chosen (Ray and the Kubernetes client are heavy)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from member_agent.backends.base import Backend, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskReport
+from member_agent.backends.registry import BACKENDS, backend_name, command_backends, create_backend, register_backend
 from policies.clock import Clock
 
-__all__ = ["Backend", "LaunchError", "NodeView", "TaskLaunch", "TaskPhase", "TaskReport", "create_backend"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "LaunchError",
+    "NodeView",
+    "TaskLaunch",
+    "TaskPhase",
+    "TaskReport",
+    "backend_name",
+    "command_backends",
+    "create_backend",
+]
 
 
-def create_backend(kind: str, settings: dict[str, Any], clock: Clock) -> Backend:
-    if kind == "simulated":
-        from member_agent.backends.simulated import SimulatedBackend
+@register_backend("simulated")
+def _simulated(settings: Mapping[str, Any], clock: Clock) -> Backend:
+    from member_agent.backends.simulated import SimulatedBackend
 
-        return SimulatedBackend.from_config(settings, clock)
-    if kind == "ray":
-        from member_agent.backends.ray_backend import RayBackend
+    return SimulatedBackend.from_config(settings, clock)
 
-        unknown = set(settings) - {"address"}
-        if unknown:
-            raise ValueError(f"unknown ray backend settings {sorted(unknown)}: only 'address' is accepted")
-        return RayBackend(address=settings.get("address"), clock=clock)
-    if kind == "kubernetes":
-        from member_agent.backends.kubernetes import KubernetesBackend
 
-        return KubernetesBackend.from_config(settings, clock=clock)
-    raise ValueError(f"unknown backend {kind!r}: use simulated, ray or kubernetes")
+@register_backend("ray", runs_commands=True)
+def _ray(settings: Mapping[str, Any], clock: Clock) -> Backend:
+    from member_agent.backends.ray_backend import RayBackend
+
+    return RayBackend.from_config(settings, clock)
+
+
+@register_backend("kubernetes")
+def _kubernetes(settings: Mapping[str, Any], clock: Clock) -> Backend:
+    from member_agent.backends.kubernetes import KubernetesBackend
+
+    return KubernetesBackend.from_config(settings, clock=clock)

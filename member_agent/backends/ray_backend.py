@@ -19,7 +19,7 @@ Not thread-safe: the agent calls it from one worker thread.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -90,6 +90,14 @@ class RayBackend:
         self._events: list[TaskReport] = []
         self._adopt()
         self._drop_orphan_groups()
+
+    @classmethod
+    def from_config(cls, settings: Mapping[str, Any], clock: Clock) -> RayBackend:
+        """From the agent config's ``ray`` section, ``{address}``; no address starts or joins a local Ray."""
+        unknown = set(settings) - {"address"}
+        if unknown:
+            raise ValueError(f"unknown ray backend settings {sorted(unknown)}: only 'address' is accepted")
+        return cls(address=settings.get("address"), clock=clock)
 
     def nodes(self) -> list[NodeView]:
         available = available_resources_per_node()

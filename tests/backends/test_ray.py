@@ -12,7 +12,7 @@ import pytest
 import ray
 from ray.util.placement_group import placement_group_table
 
-from federation.models.cluster import COMMAND_BACKENDS
+from member_agent.backends import command_backends
 from member_agent.backends.base import Backend, JobRejected, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskReport
 from member_agent.backends.ray_backend import NAMESPACE, NODE_ID_LABEL, PREFIX, RayBackend
 
@@ -278,7 +278,7 @@ def test_a_run_is_launched_at_most_once_per_epoch(backend: RayBackend, node: Nod
         backend.launch([TaskLaunch("lost", "main", 0, 1, "no-such-node", {"cpu": 1.0}, ("true",))])
     with pytest.raises(JobRejected, match="no command"):  # the job's fault: its agent fails it at once
         backend.launch([TaskLaunch("empty", "main", 0, 1, node.name, {"cpu": 1.0})])
-    assert backend.name in COMMAND_BACKENDS  # so the federation refuses such a job at submit
+    assert backend.name in command_backends()  # so the federation refuses such a job at submit
 
 
 def test_a_restarted_backend_learns_how_a_run_ended_while_no_one_polled(
