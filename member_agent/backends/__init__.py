@@ -6,22 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from member_agent.backends.base import Backend, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskReport
+from member_agent.backends.base import Backend
 from member_agent.backends.registry import BACKENDS, backend_name, command_backends, create_backend, register_backend
 from policies.clock import Clock
 
-__all__ = [
-    "BACKENDS",
-    "Backend",
-    "LaunchError",
-    "NodeView",
-    "TaskLaunch",
-    "TaskPhase",
-    "TaskReport",
-    "backend_name",
-    "command_backends",
-    "create_backend",
-]
+__all__ = ["BACKENDS", "Backend", "backend_name", "command_backends", "create_backend", "register_backend"]
 
 
 @register_backend("simulated")
