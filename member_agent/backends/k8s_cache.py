@@ -16,7 +16,7 @@ from typing import Any
 from kubernetes import client
 
 from member_agent.backends.base import NodeView, TaskReport
-from member_agent.backends.k8s_pods import TERMINAL_POD_PHASES, metadata, name_of, pod_requests, task_status
+from member_agent.backends.k8s_pods import TERMINAL_POD_PHASES, metadata, name_of, pod_requests, task_report
 from member_agent.backends.k8s_tracker import TaskTracker
 from policies.clock import Clock
 from policies.units import parse_quantity
@@ -66,7 +66,7 @@ def pod_record(pod: client.V1Pod, namespace: str) -> PodRecord:
         active=phase not in TERMINAL_POD_PHASES,
         deleting=meta.deletion_timestamp is not None,
         requests=pod_requests(pod.spec),
-        task=task_status(pod) if meta.namespace == namespace else None,
+        task=task_report(pod) if meta.namespace == namespace else None,
     )
 
 

@@ -193,7 +193,7 @@ def _task_container(pod: client.V1Pod) -> client.V1ContainerStatus | None:
     return next((s for s in statuses if s.name == CONTAINER_NAME), None)
 
 
-def task_status(pod: client.V1Pod) -> TaskReport | None:
+def task_report(pod: client.V1Pod) -> TaskReport | None:
     """The task state a fedq pod shows, or None for a pod that is not (or not validly) a fedq task."""
     annotations = metadata(pod).annotations or {}
     if not is_managed(pod):

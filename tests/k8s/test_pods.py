@@ -17,7 +17,7 @@ from member_agent.backends.k8s_pods import (
     label_value,
     pod_name,
     pod_requests,
-    task_status,
+    task_report,
 )
 from member_agent.backends.k8s_tracker import TaskTracker
 
@@ -144,7 +144,7 @@ TERMINATED = "2024-01-01T00:00:00Z"
     ],
 )
 def test_task_status_from_pod(pod: client.V1Pod, expected: tuple[TaskPhase, int | None, str]) -> None:
-    status = task_status(pod)
+    status = task_report(pod)
     assert status is not None
     assert (status.phase, status.exit_code, status.reason) == expected
     assert (status.job_id, status.task_name, status.index, status.epoch, status.node) == ("j", "w", 2, 5, "n1")
@@ -152,20 +152,20 @@ def test_task_status_from_pod(pod: client.V1Pod, expected: tuple[TaskPhase, int 
 
 def test_task_status_keeps_the_log_tail() -> None:
     terminated = {"exitCode": 1, "reason": "Error", "message": "Traceback: boom"}
-    status = task_status(_pod("Failed", container={"terminated": terminated}))
+    status = task_report(_pod("Failed", container={"terminated": terminated}))
     assert status is not None and status.log_tail == "Traceback: boom"
 
 
 def test_pods_that_are_not_fedq_tasks_have_no_task_status() -> None:
-    assert task_status(_pod("Running", managed=False)) is None
+    assert task_report(_pod("Running", managed=False)) is None
     broken = _pod("Running")
     assert broken.metadata is not None and broken.metadata.annotations is not None
     broken.metadata.annotations["fedq.io/epoch"] = "not a number"
-    assert task_status(broken) is None
+    assert task_report(broken) is None
 
 
 def _status(phase: TaskPhase, exit_code: int | None = None) -> TaskReport:
-    status = task_status(_pod("Pending"))
+    status = task_report(_pod("Pending"))
     assert status is not None
     return replace(status, phase=phase, exit_code=exit_code)
 
