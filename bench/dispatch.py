@@ -49,7 +49,8 @@ from federation import keys  # noqa: E402
 from federation.auth import Role, TokenStore  # noqa: E402
 from federation.clusters import ClusterService  # noqa: E402
 from federation.config import FederationConfig  # noqa: E402
-from federation.jobs import JobRepository, StoredJob, expand, prepare_transition  # noqa: E402
+from federation.jobs import JobRepository, StoredJob, change_of, expand  # noqa: E402
+from federation.lifecycle import Dispatch, transition  # noqa: E402
 from federation.logs import configure_logging  # noqa: E402
 from federation.models import JobManifest, JobRecord, JobState, QueueTreeConfig  # noqa: E402
 from federation.models.cluster import ClusterReport, JoinRequest, NodeReport  # noqa: E402
@@ -114,16 +115,10 @@ def capacity() -> list[NodeReport]:
 def dispatch_template(now: float) -> list[Op]:
     """The ops of one real dispatch change (record, index put and delete, assignment), for their sizes."""
     record = pending_jobs(1, now)[0]
-    change = prepare_transition(
-        StoredJob(record, 1),
-        JobState.DISPATCHED,
-        now=now,
-        reason="dispatched to cluster-0",
-        cluster="cluster-0",
-        epoch=1,
-        extra_ops=[Op.put(keys.assignment("cluster-0", record.id), b"")],
-    )
-    return change.ops
+    stored = StoredJob(record, 1)
+    outcome = transition(record, Dispatch("cluster-0"), now)
+    assert outcome is not None
+    return change_of(stored, outcome).ops
 
 
 async def raw_rates(store: Store, args: argparse.Namespace, max_txn_ops: int) -> tuple[float, float]:

@@ -16,15 +16,8 @@ from pydantic import ValidationError
 from federation import keys
 from federation.auth import Role, TokenStore
 from federation.config import JobsConfig
-from federation.jobs import (
-    Change,
-    JobRepository,
-    NotFound,
-    StoredJob,
-    commit_batched,
-    prepare_transition,
-    requeue_transition,
-)
+from federation.jobs import Change, JobRepository, NotFound, StoredJob, change_of, commit_batched
+from federation.lifecycle import AgentUpdate, IllegalTransition, RetryPolicy, transition
 from federation.models import JobRecord, JobState
 from federation.models.cluster import (
     Assignment,
@@ -37,20 +30,10 @@ from federation.models.cluster import (
     ReportReply,
     StatusUpdate,
 )
-from federation.store import KeyValue, Op, Store, get_many
+from federation.store import KeyValue, Store, get_many
 from policies.clock import Clock
-from policies.units import format_duration
 
 log = structlog.get_logger("fedq.clusters")
-
-_AGENT_TRANSITIONS: dict[JobState, frozenset[JobState]] = {
-    JobState.ADMITTED: frozenset({JobState.DISPATCHED}),
-    JobState.RUNNING: frozenset({JobState.DISPATCHED, JobState.ADMITTED}),
-    JobState.SUCCEEDED: frozenset({JobState.DISPATCHED, JobState.ADMITTED, JobState.RUNNING}),
-    JobState.FAILED: frozenset({JobState.DISPATCHED, JobState.ADMITTED, JobState.RUNNING}),
-    JobState.CANCELLED: frozenset({JobState.DISPATCHED, JobState.ADMITTED, JobState.RUNNING}),
-    JobState.PENDING: frozenset({JobState.DISPATCHED, JobState.ADMITTED, JobState.RUNNING}),
-}
 
 
 class JoinRefused(Exception):
@@ -76,7 +59,8 @@ class ClusterService:
         self.jobs = jobs
         self.tokens = tokens
         self.clock = clock
-        self.retries = retries if retries is not None else JobsConfig()
+        config = retries if retries is not None else JobsConfig()
+        self.retry = RetryPolicy(config.max_retries, config.backoff)
 
     async def join(self, request: JoinRequest) -> str:
         """Spend the join token and return the cluster's long-lived credential."""
@@ -193,9 +177,6 @@ class ClusterService:
     async def _apply_round(self, name: str, batch: list[StatusUpdate], now: float) -> list[str | None]:
         """Updates of distinct jobs: their records read in a few txns, their changes written in a few."""
         records = await get_many(self.store, [keys.job(update.job_id) for update in batch])
-        cancelled = [update.job_id for update in batch if update.state is JobState.CANCELLED]
-        orders = await get_many(self.store, [keys.cancel(name, job_id) for job_id in cancelled])
-        order_of = dict(zip(cancelled, orders, strict=True))
         problems: list[str | None] = []
         planned: dict[int, Change] = {}
         for i, (update, kv) in enumerate(zip(batch, records, strict=True)):
@@ -203,7 +184,7 @@ class ClusterService:
                 problems.append("job no longer exists")
                 continue
             stored = StoredJob(JobRecord.from_bytes(kv.value), kv.mod_revision)
-            problem, change = _plan(name, stored, update, now, order_of.get(update.job_id), self.retries)
+            problem, change = _plan(name, stored, update, now, self.retry)
             problems.append(problem)
             if change is not None:
                 planned[i] = change
@@ -220,9 +201,7 @@ class ClusterService:
                 stored = await self.jobs.get(update.job_id)
             except NotFound:
                 return "job no longer exists"
-            cancelled = update.state is JobState.CANCELLED
-            order = await self.store.get(keys.cancel(name, update.job_id)) if cancelled else None
-            problem, change = _plan(name, stored, update, now, order, self.retries)
+            problem, change = _plan(name, stored, update, now, self.retry)
             if change is None or await commit_batched(self.store, [change]):
                 return problem
         return "job kept changing; will retry on the next report"
@@ -254,70 +233,22 @@ def _stale(name: str, kv: KeyValue | None, epoch: int) -> str | None:
 
 
 def _plan(
-    name: str, stored: StoredJob, update: StatusUpdate, now: float, order: KeyValue | None, retries: JobsConfig
+    name: str, stored: StoredJob, update: StatusUpdate, now: float, retry: RetryPolicy
 ) -> tuple[str | None, Change | None]:
-    """The refusal of an agent's update, or the CAS change it makes (None for both: nothing to do).
-
-    ``order`` is the job's cancel order on this cluster, read for a Cancelled update only: a cancel
-    that reclaim asked for requeues the job instead of ending it. A failed run is the job's own
-    failure (the agent hands back what is the cluster's): it goes back to the queue, to wait out its
-    backoff, until it has been retried its ``maxRetries``; then it ends Failed with the last reason.
-    """
-    job = stored.record
-    if job.cluster != name or job.epoch != update.epoch:
-        return f"job is now epoch {job.epoch} on {job.cluster or 'no cluster'}", None
-    if job.state == update.state or (job.state.terminal and update.state.terminal):
-        return None, None
-    if job.state not in _AGENT_TRANSITIONS[update.state]:
-        return f"job is {job.state.value}; cannot become {update.state.value}", None
-    cleanup = [Op.delete(keys.assignment(name, job.id))]
-    # The agent's clock may run ahead of ours: a future time would carry the accountant's clock, which
-    # only moves forward, ahead for every tenant. No job ends before it started.
-    when = min(update.time, now)
-    if update.state in (JobState.ADMITTED, JobState.RUNNING):
-        fields: dict[str, Any] = {}
-        if update.state is JobState.RUNNING:
-            fields["start_time"] = when
-        change = prepare_transition(stored, update.state, now=now, reason=update.reason, extra_ops=cleanup, **fields)
-        return None, change
-    cleanup.append(Op.delete(keys.cancel(name, job.id)))
-    requeue = update.state is JobState.PENDING or (
-        update.state is JobState.CANCELLED and order is not None and json.loads(order.value).get("requeue", False)
-    )
-    if requeue:  # the cluster's doing (handed back, evicted, reclaimed): not a retry
-        return None, requeue_transition(
-            stored,
-            now=now,
-            reason=update.reason or "requeued by its cluster",
-            extra_ops=cleanup,
-            preemptions=job.preemptions + (update.state is JobState.CANCELLED),
-        )
-    reason = update.reason
-    if update.state is JobState.FAILED:
-        limit = job.spec.max_retries if job.spec.max_retries is not None else retries.max_retries
-        if job.retries < limit and not job.cancel_requested:
-            retry = job.retries + 1
-            wait = retries.backoff(retry)
-            return None, requeue_transition(
-                stored,
-                now=now,
-                reason=f"failed on {name}: {reason or 'no reason given'}; retry {retry} of {limit} "
-                f"in {format_duration(wait)}",
-                extra_ops=cleanup,
-                retries=retry,
-                retry_at=now + wait,
-                exit_code=update.exit_code,
-                log_tail=update.log_tail,
-            )
-        if job.retries:
-            reason = f"{reason} (after {job.retries} {'retry' if job.retries == 1 else 'retries'})"
-    return None, prepare_transition(
-        stored,
+    """The refusal of an agent's update, or the CAS change it makes (None for both: nothing to do)."""
+    event = AgentUpdate(
+        name,
+        update.epoch,
         update.state,
-        now=now,
-        reason=reason,
-        extra_ops=cleanup,
-        exit_code=update.exit_code,
-        end_time=when if job.start_time is None else max(when, job.start_time),
-        log_tail=update.log_tail,
+        update.time,
+        update.reason,
+        update.exit_code,
+        update.log_tail,
+        retry,
+        update.final,
     )
+    try:
+        outcome = transition(stored.record, event, now)
+    except IllegalTransition as exc:
+        return str(exc), None
+    return None, None if outcome is None else change_of(stored, outcome)

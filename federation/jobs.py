@@ -18,7 +18,8 @@ import pydantic_core
 
 from federation import keys
 from federation.ids import new_job_id
-from federation.models import JobEvent, JobManifest, JobRecord, JobState
+from federation.lifecycle import Assign, DropStopOrder, Event, Outcome, StopOrder, Unassign, submitted, transition
+from federation.models import JobManifest, JobRecord, JobState
 from federation.store import Compare, Op, Store, count_many, put_many
 
 JOBS_PER_TXN = 64  # two ops per job (record + index) under etcd's default 128-op limit
@@ -47,7 +48,7 @@ def expand(manifest: JobManifest, tenant: str, now: float) -> list[JobRecord]:
     spec = manifest.spec
     base_id = new_job_id(now)
     stored_spec = spec if spec.array is None else spec.model_copy(update={"array": None})
-    submitted = [JobEvent(time=now, source=None, target=JobState.PENDING, reason="submitted")]
+    history = [submitted(now)]
 
     def record(job_id: str, array_id: str = "", array_index: int | None = None) -> JobRecord:
         return JobRecord(
@@ -61,7 +62,7 @@ def expand(manifest: JobManifest, tenant: str, now: float) -> list[JobRecord]:
             array_id=array_id,
             array_index=array_index,
             submit_time=now,
-            events=list(submitted),
+            events=list(history),
         )
 
     if spec.array is None:
@@ -94,52 +95,24 @@ class Change:
         return self.ops[0].value
 
 
-def prepare_transition(
-    stored: StoredJob,
-    target: JobState,
-    *,
-    now: float,
-    reason: str = "",
-    cluster: str | None = None,
-    epoch: int | None = None,
-    extra_ops: Sequence[Op] = (),
-    **changes: Any,
-) -> Change:
-    """The record moved into ``target`` with its event appended, and the index entry moved with it."""
-    old = stored.record
-    update: dict[str, Any] = {"state": target, "reason": reason, **changes}
-    if cluster is not None:
-        update["cluster"] = cluster
-    if epoch is not None:
-        update["epoch"] = epoch
-    new = old.model_copy(update=update)
-    new.events = [
-        *old.events,
-        JobEvent(time=now, source=old.state, target=target, reason=reason, cluster=new.cluster, epoch=new.epoch),
-    ]
-    ops = [*write_ops(new), *extra_ops]
+def change_of(stored: StoredJob, outcome: Outcome) -> Change:
+    """The CAS change that carries a lifecycle outcome out: the new record, its index entry (moved
+    when its state or queue moved) and the keys its effects name, guarded by the record's revision."""
+    old, new = stored.record, outcome.record
+    ops = write_ops(new)
+    for effect in outcome.effects:
+        if isinstance(effect, Assign):
+            ops.append(Op.put(keys.assignment(effect.cluster, new.id), b""))
+        elif isinstance(effect, Unassign):
+            ops.append(Op.delete(keys.assignment(effect.cluster, new.id)))
+        elif isinstance(effect, StopOrder):
+            body = {"epoch": effect.epoch, "reason": effect.reason, "requeue": effect.requeue}
+            ops.append(Op.put(keys.cancel(effect.cluster, new.id), json.dumps(body).encode()))
+        elif isinstance(effect, DropStopOrder):
+            ops.append(Op.delete(keys.cancel(effect.cluster, new.id)))
     if (old.state, old.queue) != (new.state, new.queue):
         ops.append(Op.delete(keys.job_index(old.state.value, old.queue, old.id)))
     return Change(new, Compare.mod_revision(keys.job(old.id), "==", stored.revision), ops)
-
-
-def requeue_transition(
-    stored: StoredJob, *, now: float, reason: str, extra_ops: Sequence[Op], **changes: Any
-) -> Change:
-    """Back to the global queue from a cluster: no cluster, not started, no cancel pending, attempt+1
-    (the next dispatch's new epoch fences the old run)."""
-    return prepare_transition(
-        stored,
-        JobState.PENDING,
-        now=now,
-        reason=reason,
-        cluster="",
-        extra_ops=extra_ops,
-        attempt=stored.record.attempt + 1,
-        start_time=None,
-        cancel_requested=False,
-        **changes,
-    )
 
 
 class FenceFailed(Exception):
@@ -320,39 +293,14 @@ class JobRepository:
                     last, start = None, bound
         return SummaryPage(items, None)
 
-    async def transition(
-        self,
-        stored: StoredJob,
-        target: JobState,
-        *,
-        now: float,
-        reason: str = "",
-        cluster: str | None = None,
-        epoch: int | None = None,
-        extra_ops: Sequence[Op] = (),
-        **changes: Any,
-    ) -> StoredJob:
-        """CAS the record into ``target``; raises Conflict if anyone changed it since it was read."""
-        change = prepare_transition(
-            stored, target, now=now, reason=reason, cluster=cluster, epoch=epoch, extra_ops=extra_ops, **changes
-        )
+    async def apply(self, stored: StoredJob, event: Event, *, now: float) -> StoredJob:
+        """CAS the job through one lifecycle event (unchanged if the event changes nothing); raises
+        Conflict if anyone changed it since it was read, IllegalTransition if the event cannot happen."""
+        outcome = transition(stored.record, event, now)
+        if outcome is None:
+            return stored
+        change = change_of(stored, outcome)
         result = await self.store.txn([change.guard], change.ops, [])
         if not result.succeeded:
             raise Conflict(change.record.id)
         return StoredJob(change.record, result.revision)
-
-    async def update(self, stored: StoredJob, *, extra_ops: Sequence[Op] = (), **changes: Any) -> StoredJob:
-        """CAS a change that is not a state transition (e.g. a cancel request)."""
-        new = stored.record.model_copy(update=changes)
-        result = await self.store.txn(
-            [Compare.mod_revision(keys.job(new.id), "==", stored.revision)], [*write_ops(new), *extra_ops], []
-        )
-        if not result.succeeded:
-            raise Conflict(new.id)
-        return StoredJob(new, result.revision)
-
-
-def cancel_op(record: JobRecord, reason: str, *, requeue: bool) -> Op:
-    """The instruction an agent picks up in its next report: stop this run (and requeue it, if preempted)."""
-    body = {"epoch": record.epoch, "reason": reason, "requeue": requeue}
-    return Op.put(keys.cancel(record.cluster, record.id), json.dumps(body).encode())

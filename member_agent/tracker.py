@@ -143,7 +143,8 @@ class JobTracker:
             if job.cancel_reason is not None:
                 self._emit(job, JobState.CANCELLED, status, reason=job.cancel_reason)
             elif status.reason == "walltime":
-                self._emit(job, JobState.FAILED, status, reason=f"task {status.task_id} exceeded its walltime")
+                reason = f"task {status.task_id} exceeded its walltime"
+                self._emit(job, JobState.FAILED, status, reason=reason, final=True)
                 return job
             else:
                 self._emit(job, JobState.PENDING, status, reason=f"evicted on this cluster: {status.reason}")
@@ -176,7 +177,9 @@ class JobTracker:
     def drop(self, job_id: str) -> LocalJob | None:
         return self.jobs.pop(job_id, None)
 
-    def _emit(self, job: LocalJob, state: JobState, status: TaskReport | None = None, reason: str = "") -> None:
+    def _emit(
+        self, job: LocalJob, state: JobState, status: TaskReport | None = None, reason: str = "", final: bool = False
+    ) -> None:
         job.state = state
         when = self.clock.now()
         if status is not None:
@@ -190,6 +193,7 @@ class JobTracker:
                 exit_code=status.exit_code if status is not None else None,
                 reason=reason[:1024],
                 log_tail=(status.log_tail if status is not None else "")[-4096:],
+                final=final,
             )
         )
 

@@ -14,7 +14,8 @@ from federation.api.deps import Caller, State, read_document
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid, summary
 from federation.auth import Principal, Role
 from federation.explain import explain
-from federation.jobs import Conflict, NotFound, StoredJob, cancel_op, expand, index_ranges
+from federation.jobs import Conflict, NotFound, StoredJob, expand, index_ranges
+from federation.lifecycle import Cancel
 from federation.models import JobManifest, JobRecord, JobState, QueueTree
 from policies.units import format_duration
 
@@ -270,21 +271,7 @@ async def cancel_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
         if record.state.terminal:
             raise ApiError(409, f"job {job_id!r} already finished ({record.state.value})")
         try:
-            if record.state.queued:
-                stored = await state.jobs.transition(
-                    stored,
-                    JobState.CANCELLED,
-                    now=state.clock.now(),
-                    reason=f"cancelled by {who.name}",
-                    end_time=state.clock.now(),
-                )
-            elif not record.cancel_requested:
-                stored = await state.jobs.update(
-                    stored,
-                    cancel_requested=True,
-                    reason=f"cancel requested by {who.name}",
-                    extra_ops=[cancel_op(record, f"cancelled by {who.name}", requeue=False)],
-                )
+            stored = await state.jobs.apply(stored, Cancel(who.name), now=state.clock.now())
             return {
                 "id": job_id,
                 "state": stored.record.state.value,

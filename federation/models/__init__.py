@@ -1,7 +1,7 @@
 """Pydantic models shared by the API, the scheduler, the agents and the CLI."""
 
+from federation.lifecycle.states import TERMINAL_STATES
 from federation.models.job import (
-    TERMINAL_STATES,
     ArraySpec,
     JobEvent,
     JobManifest,

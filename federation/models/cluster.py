@@ -75,6 +75,8 @@ class StatusUpdate(_Strict):
     exit_code: int | None = None
     reason: str = Field("", max_length=1024)
     log_tail: str = Field("", max_length=LOG_TAIL_MAX)
+    final: bool = False
+    """A failure that running again would only repeat (its walltime was exceeded): not retried."""
 
     @field_validator("state")
     @classmethod

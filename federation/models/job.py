@@ -8,11 +8,11 @@ pending job, so defaults are left out of the JSON.
 from __future__ import annotations
 
 import re
-from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from federation.lifecycle.states import JobEvent, JobState
 from federation.models.resources import Resources
 from federation.models.stored import STORED, stored
 from policies import resources as res
@@ -177,44 +177,6 @@ class JobManifest(StrictModel):
     spec: JobSpecBody
 
 
-class JobState(StrEnum):
-    PENDING = "Pending"
-    RESERVED = "Reserved"
-    DISPATCHED = "Dispatched"
-    ADMITTED = "Admitted"
-    RUNNING = "Running"
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-    CANCELLED = "Cancelled"
-    UNSCHEDULABLE = "Unschedulable"
-
-    @property
-    def terminal(self) -> bool:
-        return self in TERMINAL_STATES
-
-    @property
-    def queued(self) -> bool:
-        """Waiting in the global queue (not yet sent to a cluster)."""
-        return self in QUEUED_STATES
-
-
-TERMINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
-QUEUED_STATES = frozenset({JobState.PENDING, JobState.RESERVED, JobState.UNSCHEDULABLE})
-
-
-class JobEvent(BaseModel):
-    """One transition in a job's history; ``epoch`` fences runs on clusters."""
-
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
-    time: float
-    source: JobState | None = Field(None, alias="from")
-    target: JobState = Field(alias="to")
-    reason: str = ""
-    cluster: str = ""
-    epoch: int = 0
-
-
 class JobRecord(BaseModel):
     """What the store keeps per job. Written only through CAS transitions."""
 
@@ -237,7 +199,8 @@ class JobRecord(BaseModel):
     attempt: int = 0
     retries: int = 0  # failed runs retried (``attempt`` also counts requeues that were no fault of the job)
     retry_at: float | None = None  # after a failed run: not dispatched again before this time
-    cancel_requested: bool = False
+    cancel_requested: bool = False  # someone asked to cancel it: it ends Cancelled, whatever else happens
+    evicting: bool = False  # reclaim asked its cluster to stop it: it goes back to the queue when stopped
     start_time: float | None = None
     end_time: float | None = None
     exit_code: int | None = None

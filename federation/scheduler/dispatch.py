@@ -9,20 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from federation import keys
-from federation.jobs import (
-    Change,
-    FenceFailed,
-    StoredJob,
-    cancel_op,
-    commit_batched,
-    prepare_transition,
-    requeue_transition,
-    write_ops,
-)
-from federation.models import JobRecord, JobState
+from federation.jobs import Change, FenceFailed, StoredJob, change_of, commit_batched
+from federation.lifecycle import Event, IllegalTransition, transition
+from federation.models import JobRecord
 from federation.scheduler.state import Entry, FederationState
-from federation.store import Compare, Op, Store
+from federation.store import Compare, Store
 
 
 class Deposed(Exception):
@@ -65,44 +56,12 @@ class Committer:
             self.state.upsert_job(change.record, revision, change.raw)
 
 
-def dispatch_change(entry: Entry, cluster: str, now: float) -> Change:
-    """Pending -> Dispatched(cluster, epoch+1), with the assignment the cluster's agent will pick up."""
+def change_for(entry: Entry, event: Event, now: float) -> Change | None:
+    """The scheduler's side of the lifecycle: the CAS change one event makes to a job it holds (None
+    when the event changes nothing, or cannot happen to the job any more)."""
     stored = stored_of(entry)
-    epoch = stored.record.epoch + 1
-    return prepare_transition(
-        stored,
-        JobState.DISPATCHED,
-        now=now,
-        reason=f"dispatched to {cluster}",
-        cluster=cluster,
-        epoch=epoch,
-        extra_ops=[Op.put(keys.assignment(cluster, stored.record.id), b"")],
-    )
-
-
-def requeue_change(entry: Entry, now: float, reason: str) -> Change:
-    """Back to the global queue; the next dispatch gets a new epoch, which fences the old run."""
-    stored = stored_of(entry)
-    record = stored.record
-    return requeue_transition(
-        stored,
-        now=now,
-        reason=reason,
-        extra_ops=[
-            Op.delete(keys.assignment(record.cluster, record.id)),
-            Op.delete(keys.cancel(record.cluster, record.id)),
-        ],
-    )
-
-
-def mark_change(entry: Entry, target: JobState, now: float, reason: str) -> Change:
-    """Pending <-> Reserved <-> Unschedulable: visible reasons for waiting, no cluster involved."""
-    return prepare_transition(stored_of(entry), target, now=now, reason=reason)
-
-
-def reclaim_change(entry: Entry, reason: str) -> Change:
-    """Ask the job's agent to stop it and give it back to the queue (preemption for reclaim)."""
-    stored = stored_of(entry)
-    record = stored.record.model_copy(update={"cancel_requested": True, "reason": f"preempted: {reason}"})
-    ops = [*write_ops(record), cancel_op(record, f"preempted: {reason}", requeue=True)]
-    return Change(record, Compare.mod_revision(keys.job(record.id), "==", stored.revision), ops)
+    try:
+        outcome = transition(stored.record, event, now)
+    except IllegalTransition:
+        return None
+    return None if outcome is None else change_of(stored, outcome)

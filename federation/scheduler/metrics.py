@@ -3,7 +3,15 @@ how deep the queue is and how fresh each cluster's report is (on the API server'
 
 from __future__ import annotations
 
+from collections import Counter as Tally
+from typing import TYPE_CHECKING
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+if TYPE_CHECKING:
+    from federation.jobs import Change
+    from federation.scheduler.cycle import CyclePlan
+    from federation.scheduler.state import FederationState
 
 CYCLE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -44,3 +52,32 @@ class SchedulerMetrics:
             "fedq_store_finished_jobs_removed", "Finished jobs removed past store.keepFinished", registry=r
         )
         self.compactions = Counter("fedq_store_compactions", "Compactions of etcd's history", registry=r)
+
+    def observe_cycle(
+        self,
+        plan: CyclePlan,
+        state: FederationState,
+        now: float,
+        seconds: float,
+        dispatched: list[Change],
+        evicted: list[Change],
+        removed: int,
+        compacted: bool,
+    ) -> None:
+        """One leader cycle: its times, what it started and stopped, the queue and the reports' ages."""
+        self.cycle_seconds.observe(seconds)
+        self.plan_seconds.observe(plan.seconds)
+        for cluster, count in Tally(change.record.cluster for change in dispatched).items():
+            self.dispatched.labels(cluster=cluster).inc(count)
+        for cluster, count in Tally(change.record.cluster for change in evicted).items():
+            self.evicted.labels(cluster=cluster).inc(count)
+        self.pending.set(len(state.pending))
+        self.reservations.set(len(plan.reservations))
+        self.unschedulable.set(len(plan.unschedulable))
+        self.report_age.clear()  # clusters that left take their series with them
+        for view in state.clusters.values():
+            if view.report_time is not None:
+                self.report_age.labels(cluster=view.name).set(now - view.report_time)
+        self.finished_removed.inc(removed)
+        if compacted:
+            self.compactions.inc()

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-from collections import Counter, deque
-from collections.abc import Callable
+from collections import deque
 from time import perf_counter
 from typing import Any
 
@@ -23,34 +21,29 @@ from pydantic import ValidationError
 
 from federation import keys
 from federation.accounting import Accountant
+from federation.accounting.feed import UsageFeed
 from federation.collector import keep_long_lived
 from federation.config import FederationConfig
 from federation.jobs import Change
 from federation.leader import LeaderElection
+from federation.lifecycle import ClusterLost, Dispatch, Event, Mark, Reclaim, usage
 from federation.models import JobRecord, JobState, QueueTree, QueueTreeConfig
 from federation.models.cluster import ClusterRecord, LatestReport
 from federation.reports.source import queue_half_lives
 from federation.scheduler.conf import global_conf
 from federation.scheduler.cycle import CyclePlan, GlobalScheduler
-from federation.scheduler.dispatch import (
-    Committer,
-    Deposed,
-    dispatch_change,
-    mark_change,
-    reclaim_change,
-    requeue_change,
-)
+from federation.scheduler.dispatch import Committer, Deposed, change_for
 from federation.scheduler.metrics import SchedulerMetrics
-from federation.scheduler.state import ON_CLUSTER, FederationState, held_by
+from federation.scheduler.state import FederationState
+from federation.scheduler.status import status_of
 from federation.scheduler.upkeep import StoreUpkeep
-from federation.store import CompactedError, KeyValue, Store, StoreError, WatchEvent, get_many
+from federation.store import CompactedError, KeyValue, Store, StoreError, WatchEvent
 from policies.clock import Clock
 from policies.format import format_time
 
 log = structlog.get_logger("fedq.scheduler")
 
 DEBOUNCE = 0.05
-MAX_PUBLISHED_JOBS = 2000  # per-job entries in the published status: reasons, and the line
 
 
 class NotFollowing(RuntimeError):
@@ -83,7 +76,7 @@ class SchedulerService:
         self.save_every = config.accounting_save_every if save_every is None else save_every
         self._saved_at = float("-inf")
         self.leading = False  # took over as leader: the accountant holds this leadership's usage
-        self._counted_to = 0  # job changes up to this revision were counted from the store's history
+        self.feed = UsageFeed(self.accountant, store, clock, self._mark)
         self._watch: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._evictions: deque[float] = deque()
@@ -108,11 +101,11 @@ class SchedulerService:
         state = FederationState()
         counted, applied = self.accountant.running(), self.applied_revision
         snapshot = await self.store.snapshot(keys.FOLLOWED_FROM, end=keys.FOLLOWED_TO)
-        replayed = self.leading and await self._replay_runs(applied, lambda: snapshot.revision)
+        replayed = self.leading and await self.feed.replay(applied, lambda: snapshot.revision)
         for kv in snapshot.kvs:
             self._apply_kv(state, kv)
         if self.leading and not replayed:
-            await self._catch_up_runs(state, counted, applied)
+            await self.feed.catch_up(state, counted, applied)
         # The loaded state lives as long as the process follows the store: keep it out of the cyclic
         # collector's full passes, which would otherwise walk every pending job again and again.
         keep_long_lived()
@@ -155,7 +148,7 @@ class SchedulerService:
         """
         if self.state is None:
             raise NotFollowing("this scheduler holds no state to sync: call follow() first")
-        revision = await self.store.put(keys.SYNC, self.election.identity.encode())
+        revision = await self._mark()
         if self.applied_revision >= revision:
             return
         waiter = asyncio.get_running_loop().create_future()
@@ -209,8 +202,8 @@ class SchedulerService:
             ours = self.committer.written(job_id, kv.value) if self.committer is not None else None
             record = ours if ours is not None else JobRecord.from_bytes(kv.value)
             state.upsert_job(record, kv.mod_revision, kv.value)
-            if self.leading and kv.mod_revision > self._counted_to:
-                self._account(record)
+            if self.leading:
+                self.feed.observe(record, kv.mod_revision)
         elif key.startswith(keys.CLUSTERS):
             cluster = ClusterRecord.model_validate_json(kv.value)
             state.set_cluster(cluster.name, cluster.labels, cluster.cordoned)
@@ -220,14 +213,6 @@ class SchedulerService:
             tree = QueueTree(QueueTreeConfig.model_validate_json(kv.value))
             state.set_queues(tree)
             self.accountant.set_queue_half_lives(queue_half_lives(tree))
-
-    def _account(self, record: JobRecord) -> None:
-        """Usage runs from a job's start on its cluster until it ends or leaves the cluster."""
-        if record.state is JobState.RUNNING and record.start_time is not None:
-            resources = record.spec.total_resources()
-            self.accountant.start(record.id, record.tenant, record.queue, record.cluster, resources, record.start_time)
-        elif record.state.terminal or record.state.queued:
-            self.accountant.stop(record.id, record.released_at())
 
     async def _take_over(self) -> None:
         """Lead from the warm state: the accounting the last leader saved, brought up to the jobs.
@@ -239,9 +224,9 @@ class SchedulerService:
         assert self.state is not None
         await self.sync()  # the state holds every write the last leader made before its lease ran out
         await self.accountant.load(self.store)
-        if not await self._replay_runs(self.accountant.saved_revision, lambda: self.applied_revision):
-            await self._catch_up_runs(self.state, self.accountant.running(), self.accountant.saved_revision)
-            self._counted_to = self.applied_revision
+        if not await self.feed.replay(self.accountant.saved_revision, lambda: self.applied_revision):
+            await self.feed.catch_up(self.state, self.accountant.running(), self.accountant.saved_revision)
+            self.feed.counted_to = self.applied_revision
         self.leading = True
         log.info("took over as leader", jobs=len(self.state.entries), pending=len(self.state.pending))
 
@@ -252,93 +237,12 @@ class SchedulerService:
         self.leading = False
         self.metrics.leader.set(0)
 
-    async def _replay_runs(self, after: int | None, target: Callable[[], int]) -> bool:
-        """Count the job changes after revision ``after`` as the leader counts them live, read in order
-        from the store's history until past ``target()`` (then the watch counts only later changes).
-
-        Everything is read before anything is counted, and nothing is awaited between the last check
-        against ``target()`` and the counting. False, with nothing counted, when there is no ``after``
-        or the history before it is compacted: the caller then falls back to the jobs' records."""
-        if after is None:
-            return False
-        upto, records = after, []
-        try:
-            while upto < target():
-                until = await self.store.put(keys.SYNC, self.election.identity.encode())
-                records += await self._job_history(upto, until)
-                upto = until
-        except CompactedError:
-            return False
-        for record in records:
-            self._account(record)
-        self._counted_to = upto
-        return True
-
-    async def _job_history(self, after: int, until: int) -> list[JobRecord]:
-        """The job records written after revision ``after`` up to ``until`` (a write in the followed range)."""
-        records = []
-        events = self.store.watch(keys.FOLLOWED_FROM, start_revision=after + 1, end=keys.FOLLOWED_TO, previous=False)
-        async with contextlib.aclosing(events):
-            async for event in events:
-                kv = event.kv
-                if event.type == "put" and kv is not None and kv.key.startswith(keys.JOBS):
-                    try:
-                        records.append(JobRecord.from_bytes(kv.value))
-                    except ValidationError as exc:
-                        log.error("skipping a stored value the scheduler cannot read", key=kv.key, error=str(exc))
-                if event.revision >= until:
-                    break
-        return records
-
-    async def _catch_up_runs(self, state: FederationState, counted: set[str], after: int | None) -> None:
-        """Bring an accounting that trails the jobs (a saved one, or one kept while the watch was dead)
-        up to them: ``counted`` are the runs it held, ``after`` the store revision of the job changes it
-        had seen. A run it holds that has ended since (its job is not running, or runs again from
-        another start) stops when it left its cluster by the job's history (now, for a job no longer
-        in the store); a run that ended after ``after`` and that it never held (it started later, or
-        its start had not been seen) is counted whole, backdated; a job running now is counted from its
-        start. The records are read first (again for ends that arrive meanwhile); the counting after
-        the reads has no await."""
-        records: dict[str, JobRecord | None] = {}
-        while wanted := sorted(self._ended_since(state, after) - records.keys()):
-            for job_id, kv in zip(wanted, await get_many(self.store, [keys.job(j) for j in wanted]), strict=True):
-                records[job_id] = JobRecord.from_bytes(kv.value) if kv is not None else None
-        for job_id in self._ended_runs(state):
-            record, started = records.get(job_id), self.accountant.started(job_id)
-            end = record.left_at(started) if record is not None and started is not None else None
-            self.accountant.stop(job_id, end if end is not None else self.clock.now())
-        for job_id, record in records.items():
-            if job_id in counted or record is None or record.start_time is None or record.end_time is None:
-                continue
-            resources = record.spec.total_resources()
-            self.accountant.start(job_id, record.tenant, record.queue, record.cluster, resources, record.start_time)
-            self.accountant.stop(job_id, record.end_time)
-        for job_id, entry in state.entries.items():
-            if entry.state is JobState.RUNNING and entry.started_at is not None:
-                info = entry.info
-                self.accountant.start(job_id, info.tenant, info.queue, entry.cluster, held_by(info), entry.started_at)
-
-    def _ended_runs(self, state: FederationState) -> set[str]:
-        """The runs the accounting holds whose job no longer runs from that run's start."""
-        ended = set()
-        for job_id in self.accountant.running():
-            entry = state.entries.get(job_id)
-            if entry is None or entry.state is not JobState.RUNNING:
-                ended.add(job_id)
-            elif entry.started_at != self.accountant.started(job_id):
-                ended.add(job_id)  # requeued and running again: the run held is over
-        return ended
-
-    def _ended_since(self, state: FederationState, after: int | None) -> set[str]:
-        """Jobs whose end the accounting has not seen: its runs that ended, and jobs that finished in
-        a change after revision ``after``."""
-        ended = self._ended_runs(state)
-        if after is not None:
-            ended |= {job_id for job_id, (_, revision, _, _) in state.finished.items() if revision > after}
-        return ended
-
     def _fence(self) -> Any:
         return self.election.fence()
+
+    async def _mark(self) -> int:
+        """A write in the followed range: its revision bounds a read of the store's history."""
+        return await self.store.put(keys.SYNC, self.election.identity.encode())
 
     # ---- the loop ------------------------------------------------------------------------------
 
@@ -406,28 +310,24 @@ class SchedulerService:
         now = self.clock.now()
         await self._requeue_lost(now)
         plan = self.scheduler.plan(self.state, self.accountant.usage(now), self._conf(now))
-        dispatches: list[Change] = []
-        for job_id, cluster in plan.dispatches:
-            entry = self.state.entries.get(job_id)
-            if entry is not None and entry.state.queued:
-                dispatches.append(dispatch_change(entry, cluster, now))
-        evictions: list[Change] = []
-        for job_id, _cluster, reason in plan.evictions:
-            entry = self.state.entries.get(job_id)
-            if entry is not None and entry.state in ON_CLUSTER:
-                evictions.append(reclaim_change(entry, reason))
-                self._evictions.append(now)
+        dispatches = self._changes([(job_id, Dispatch(cluster)) for job_id, cluster in plan.dispatches], now)
+        evictions = self._changes([(job_id, Reclaim(reason)) for job_id, _cluster, reason in plan.evictions], now)
+        self._evictions.extend(now for _ in evictions)
         landed = {id(change) for change in await self._commit([*dispatches, *self._marks(plan, now), *evictions])}
         if len(plan.dispatches) >= self.config.dispatch_per_cycle:
             self._wake.set()  # a deep backlog: the next cycle starts at once
-        await self._publish(plan, now)
+        published = status_of(plan, self.state)
+        if published.compared != self._published:
+            await self.store.put(keys.STATUS, published.body(now))
+            self._published = published.compared
         if now - self._saved_at >= self.save_every:
             await self.accountant.save(self.store, self.applied_revision)
             self._saved_at = now
         removed, compacted = await self.upkeep.run(self.state)
         self.last_plan = plan
-        self._observe(
+        self.metrics.observe_cycle(
             plan,
+            self.state,
             now,
             perf_counter() - started,
             [c for c in dispatches if id(c) in landed],
@@ -437,35 +337,6 @@ class SchedulerService:
         )
         return plan
 
-    def _observe(
-        self,
-        plan: CyclePlan,
-        now: float,
-        seconds: float,
-        dispatched: list[Change],
-        evicted: list[Change],
-        removed: int,
-        compacted: bool,
-    ) -> None:
-        assert self.state is not None
-        metrics = self.metrics
-        metrics.cycle_seconds.observe(seconds)
-        metrics.plan_seconds.observe(plan.seconds)
-        for cluster, count in Counter(change.record.cluster for change in dispatched).items():
-            metrics.dispatched.labels(cluster=cluster).inc(count)
-        for cluster, count in Counter(change.record.cluster for change in evicted).items():
-            metrics.evicted.labels(cluster=cluster).inc(count)
-        metrics.pending.set(len(self.state.pending))
-        metrics.reservations.set(len(plan.reservations))
-        metrics.unschedulable.set(len(plan.unschedulable))
-        metrics.report_age.clear()  # clusters that left take their series with them
-        for view in self.state.clusters.values():
-            if view.report_time is not None:
-                metrics.report_age.labels(cluster=view.name).set(now - view.report_time)
-        metrics.finished_removed.inc(removed)
-        if compacted:
-            metrics.compactions.inc()
-
     def _conf(self, now: float) -> Any:
         """Reclaim's eviction budget is what is left of this minute's allowance."""
         while self._evictions and now - self._evictions[0] > 60:
@@ -473,36 +344,43 @@ class SchedulerService:
         budget = max(0, self.config.reclaim.max_per_minute - len(self._evictions))
         return global_conf(self.config, reclaim_budget=budget)
 
+    def _changes(self, events: list[tuple[str, Event]], now: float) -> list[Change]:
+        """The CAS changes of lifecycle events on jobs the state holds (those that still apply)."""
+        assert self.state is not None
+        changes = []
+        for job_id, event in events:
+            entry = self.state.entries.get(job_id)
+            change = change_for(entry, event, now) if entry is not None else None
+            if change is not None:
+                changes.append(change)
+        return changes
+
     def _marks(self, plan: CyclePlan, now: float) -> list[Change]:
         """State marks for waiting jobs; only jobs the plan names or that carry a mark are looked at."""
         assert self.state is not None
-        changes = []
         dispatched = {job for job, _ in plan.dispatches}
+        marks: list[tuple[str, Event]] = []
         for job_id in set(plan.unschedulable) | set(plan.reservations) | self.state.marked:
-            entry = self.state.entries.get(job_id)
-            if entry is None or not entry.state.queued or job_id in dispatched:
+            if job_id in dispatched:
                 continue
             if job_id in plan.unschedulable:
-                if entry.state is not JobState.UNSCHEDULABLE:
-                    changes.append(mark_change(entry, JobState.UNSCHEDULABLE, now, plan.unschedulable[job_id]))
+                marks.append((job_id, Mark(JobState.UNSCHEDULABLE, plan.unschedulable[job_id])))
             elif job_id in plan.reservations:
-                if entry.state is not JobState.RESERVED:
-                    reservation = plan.reservations[job_id]
-                    where = ", ".join(sorted(reservation.nodes))
-                    reason = f"reserved on {where} from {format_time(reservation.start)}"
-                    changes.append(mark_change(entry, JobState.RESERVED, now, reason))
-            elif entry.state is not JobState.PENDING:
-                changes.append(mark_change(entry, JobState.PENDING, now, "waiting"))
-        return changes
+                reservation = plan.reservations[job_id]
+                where = ", ".join(sorted(reservation.nodes))
+                marks.append(
+                    (job_id, Mark(JobState.RESERVED, f"reserved on {where} from {format_time(reservation.start)}"))
+                )
+            else:
+                marks.append((job_id, Mark(JobState.PENDING, "waiting")))
+        return self._changes(marks, now)
 
     async def _requeue_lost(self, now: float) -> None:
-        assert self.state is not None and self.committer is not None
+        assert self.state is not None
         for name in self.state.lost_clusters(now, self.config.cluster.requeue_after):
-            changes = []
-            for job_id in list(self.state.clusters[name].jobs):
-                entry = self.state.entries.get(job_id)
-                if entry is not None and entry.state in ON_CLUSTER:
-                    changes.append(requeue_change(entry, now, f"requeued: cluster {name} lost"))
+            changes = self._changes(
+                [(job_id, ClusterLost(name)) for job_id in list(self.state.clusters[name].jobs)], now
+            )
             if changes:
                 landed = await self._commit(changes)
                 self.metrics.requeued.labels(cluster=name).inc(len(landed))
@@ -513,30 +391,5 @@ class SchedulerService:
         assert self.committer is not None
         landed = await self.committer.commit(changes)
         for change in landed:
-            self._account(change.record)
+            self.feed.apply(usage(change.record))
         return landed
-
-    def _tenant_of(self, job_id: str) -> str | None:
-        entry = self.state.entries.get(job_id) if self.state is not None else None
-        return entry.info.tenant if entry is not None else None
-
-    async def _publish(self, plan: CyclePlan, now: float) -> None:
-        """What explain needs from the leader: reasons, reservations, the line of waiting jobs as the
-        cycle took them up (the first ``MAX_PUBLISHED_JOBS``), cycle time."""
-        reasons = dict(list(plan.reasons.items())[:MAX_PUBLISHED_JOBS])
-        body = {
-            "time": now,
-            "cycle_seconds": round(plan.seconds, 4),
-            "reasons": {job: [[r.code, r.source, r.message] for r in rs] for job, rs in reasons.items()},
-            "queue_reasons": {q: [r.code, r.source, r.message] for q, r in plan.queue_reasons.items()},
-            "reservations": {
-                job: {"clusters": r.nodes, "start": r.start, "end": r.end, "tenant": self._tenant_of(job)}
-                for job, r in plan.reservations.items()
-            },
-            "unschedulable": plan.unschedulable,
-            "line": plan.line[:MAX_PUBLISHED_JOBS],
-        }
-        data = json.dumps({k: v for k, v in body.items() if k != "time"}, sort_keys=True).encode()
-        if data != self._published:
-            await self.store.put(keys.STATUS, json.dumps(body).encode())
-            self._published = data

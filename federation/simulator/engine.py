@@ -33,7 +33,23 @@ from time import perf_counter
 
 from federation.accounting import Accountant
 from federation.config import FederationConfig
-from federation.models import JobEvent, JobRecord, JobState, QueueTree
+from federation.lifecycle import (
+    AgentUpdate,
+    Assign,
+    Dispatch,
+    Event,
+    IllegalTransition,
+    Mark,
+    Outcome,
+    Reclaim,
+    Requeued,
+    RetryPolicy,
+    RunStarted,
+    RunStopped,
+    StopOrder,
+    transition,
+)
+from federation.models import JobRecord, JobState, QueueTree
 from federation.models.cluster import Assignment, Cancellation, StatusUpdate
 from federation.scheduler.conf import global_conf
 from federation.scheduler.cycle import CyclePlan, GlobalScheduler
@@ -68,7 +84,6 @@ class _Job:
     start: float | None = None
     end: float | None = None
     reason: str = ""
-    reclaimed: bool = False  # a cancellation asked for by reclaim: the job goes back to the queue
 
 
 @dataclass
@@ -107,6 +122,7 @@ class Engine:
         self.clock = ManualClock(0.0)
         self.config = simulation_config(scenario.policy)
         self.scheduler = GlobalScheduler(self.config, self.clock)
+        self.retry = RetryPolicy(self.config.jobs.max_retries, self.config.jobs.backoff)
         self.progress = progress
         self.tree = QueueTree(scenario.queues)
         self.state = FederationState()
@@ -250,25 +266,51 @@ class Engine:
             return 0, False
         plan = self._plan()
         for job_id, why in sorted(plan.unschedulable.items()):
-            self.state.remove_job(job_id)
-            self._finish(self.jobs[job_id], "Unschedulable", why)
-        for job_id, cluster in plan.dispatches:
-            record = self.jobs[job_id].record
-            record.state = JobState.DISPATCHED
-            record.cluster = cluster
-            record.epoch += 1
-            self._upsert(self.jobs[job_id])
-            self.members[cluster].assignments.append(Assignment.of(record))
-        for job_id, cluster, reason in plan.evictions:
             job = self.jobs[job_id]
-            job.reclaimed = True
+            self._move(job, Mark(JobState.UNSCHEDULABLE, why))
+            self.state.remove_job(job_id)
+            self._finish(job, "Unschedulable", why)
+        for job_id, cluster in plan.dispatches:
+            self._move(self.jobs[job_id], Dispatch(cluster))
+            self._upsert(self.jobs[job_id])
+        for job_id, _cluster, reason in plan.evictions:
+            self._move(self.jobs[job_id], Reclaim(reason))
             self._evictions.append(now)
             # The eviction leaves the per-minute budget at the service's first cycle after the minute.
             self._wake(now + RECLAIM_WINDOW + self.config.cycle_period)
-            self.members[cluster].cancellations.append(
-                Cancellation.model_construct(job_id=job_id, epoch=job.record.epoch, reason=f"preempted: {reason}")
-            )
         return len(plan.dispatches) + len(plan.evictions), bool(plan.unschedulable)
+
+    def _move(self, job: _Job, event: Event) -> Outcome | None:
+        """One lifecycle event on the job's record, its effects carried out as the service's would be:
+        assignments and stop orders into the cluster's next reply, run starts and stops to the
+        accountant. None (nothing done) when the event does not apply, as a stale report would not."""
+        now = self.clock.now()
+        try:
+            outcome = transition(job.record, event, now)
+        except IllegalTransition:
+            return None
+        if outcome is None:
+            return None
+        job.record = record = outcome.record
+        for effect in outcome.effects:
+            if isinstance(effect, Assign):
+                self.members[effect.cluster].assignments.append(Assignment.of(record))
+            elif isinstance(effect, StopOrder):
+                self.members[effect.cluster].cancellations.append(
+                    Cancellation.model_construct(job_id=record.id, epoch=effect.epoch, reason=effect.reason)
+                )
+            elif isinstance(effect, RunStarted):
+                accountant = self.accountant
+                accountant.start(
+                    effect.job_id, effect.tenant, effect.queue, effect.cluster, effect.resources, effect.at
+                )
+            elif isinstance(effect, RunStopped):
+                self.accountant.stop(effect.job_id, effect.at)
+            elif isinstance(effect, Requeued):
+                self._may_reserve_from(now)
+                if effect.retry_at is not None:
+                    self._wake(effect.retry_at)
+        return outcome
 
     def _conf(self, now: float) -> SchedulerConf | None:
         """As the service does: reclaim may evict only what is left of this minute's allowance."""
@@ -290,45 +332,42 @@ class Engine:
         return changed
 
     def _apply(self, cluster: str, update: StatusUpdate) -> bool:
-        """Fold one job update into the federation, as the report handler does."""
+        """Fold one job update into the federation, as the report handler does; True when the job
+        ended or came back to the queue."""
         job = self.jobs.get(update.job_id)
-        if job is None or job.state or job.record.epoch != update.epoch or job.record.cluster != cluster:
+        if job is None or job.state:
+            return False
+        event = AgentUpdate(
+            cluster,
+            update.epoch,
+            update.state,
+            update.time,
+            update.reason,
+            update.exit_code,
+            update.log_tail,
+            self.retry,
+            update.final,
+        )
+        outcome = self._move(job, event)
+        if outcome is None:
             return False  # a stale run: the federation has moved the job on
-        record = job.record
-        if update.state is JobState.RUNNING:
-            record.state = JobState.RUNNING
-            record.start_time = update.time
-            job.start, job.cluster = update.time, cluster
+        record = outcome.record
+        if record.state is JobState.RUNNING:
+            job.start, job.cluster = record.start_time, cluster
             self._upsert(job)
-            self.accountant.start(
-                record.id, record.tenant, record.queue, cluster, record.spec.total_resources(), update.time
-            )
             if record.spec.preemptible and self.config.reclaim.enabled:
                 self._wake(update.time + self.config.reclaim.grace)  # from then on reclaim may evict it
             return False
-        if update.state is JobState.PENDING or (update.state is JobState.CANCELLED and job.reclaimed):
-            self._requeue(job, update.time, update.reason)
+        if record.state is JobState.PENDING:
+            job.start, job.cluster = None, ""
+            self._upsert(job)
             return True
-        if update.state.terminal:
-            self.accountant.stop(record.id, update.time)
-            job.end = update.time
+        if record.state.terminal:
+            job.end = record.end_time
             self.state.remove_job(record.id)
-            self._finish(job, update.state.value, "" if update.state is JobState.SUCCEEDED else update.reason)
+            self._finish(job, record.state.value, "" if record.state is JobState.SUCCEEDED else record.reason)
             return True
         return False
-
-    def _requeue(self, job: _Job, now: float, reason: str) -> None:
-        """Back to the global queue (evicted or handed back); it waits again from now."""
-        self.accountant.stop(job.record.id, now)
-        record = job.record
-        record.state = JobState.PENDING
-        record.cluster = ""
-        record.start_time = None
-        record.attempt += 1
-        record.events = [JobEvent(time=now, source=None, target=JobState.PENDING, reason=reason)]
-        job.start, job.cluster, job.reclaimed = None, "", False
-        self._upsert(job)
-        self._may_reserve_from(now)
 
     def _upsert(self, job: _Job) -> None:
         """The state keeps the job's compact form until its attempt changes (a requeue resets its wait)."""

@@ -7,11 +7,11 @@ from typing import Any
 
 import httpx
 
-from federation import keys
 from federation.jobs import JobRepository
 from federation.models import JobState
-from federation.store import Op, Store
+from federation.store import Store
 from policies.clock import ManualClock
+from tests import jobflow
 
 ADMIN = "fedq_admin_test-admin-token"
 
@@ -50,18 +50,7 @@ async def report(api: Api, name: str, credential: str, **body: Any) -> Any:
 
 async def dispatch(api: Api, job_id: str, cluster: str) -> int:
     """What the global scheduler does: Pending -> Dispatched(cluster, epoch+1) plus the assignment key."""
-    jobs = JobRepository(api.store)
-    stored = await jobs.get(job_id)
-    epoch = stored.record.epoch + 1
-    await jobs.transition(
-        stored,
-        JobState.DISPATCHED,
-        now=api.clock.now(),
-        cluster=cluster,
-        epoch=epoch,
-        extra_ops=[Op.put(keys.assignment(cluster, job_id), b"")],
-    )
-    return epoch
+    return await jobflow.dispatch(JobRepository(api.store), job_id, cluster, api.clock.now())
 
 
 def job_spec(name: str = "train", **spec: object) -> dict[str, object]:
@@ -96,6 +85,6 @@ async def populate(api: Api) -> dict[str, dict[str, Any]]:
     for number, job_id in enumerate(sorted(jobs)):
         target = JobState.SUCCEEDED if number % 5 == 0 else JobState.RUNNING if number % 3 == 0 else None
         if target is not None:
-            await repository.transition(await repository.get(job_id), target, now=api.clock.now())
+            await jobflow.advance(repository, job_id, target, api.clock.now())
             jobs[job_id]["state"] = target.value
     return jobs

@@ -9,6 +9,7 @@ import pytest
 
 from federation import keys
 from federation.jobs import JobRepository
+from federation.lifecycle import Cancel, ClusterLost
 from federation.models import JobState
 from tests.api.support import NODE, Api, dispatch, job_spec, join, report
 
@@ -72,7 +73,7 @@ async def test_a_stale_epoch_is_refused_and_answered_with_a_kill(api: Api) -> No
     old_epoch = await dispatch(api, job_id, "east")
     jobs = JobRepository(api.store)
     stored = await jobs.get(job_id)
-    await jobs.transition(stored, JobState.PENDING, now=api.clock.now(), reason="requeued: east lost", cluster="")
+    await jobs.apply(stored, ClusterLost("east"), now=api.clock.now())
     new_epoch = await dispatch(api, job_id, "west")
     assert new_epoch == old_epoch + 1
     stale = {"job_id": job_id, "epoch": old_epoch, "time": api.clock.now(), "state": "Succeeded"}
@@ -141,7 +142,7 @@ async def test_a_job_that_moves_during_a_report_is_read_again_and_the_others_sti
         if len(compares) > 1 and not interfered:  # the report's batched write: a cancel request lands first
             interfered = True
             monkeypatch.setattr(api.store, "txn", real_txn)
-            await repository.update(await repository.get(moved), cancel_requested=True)
+            await repository.apply(await repository.get(moved), Cancel("alice"), now=api.clock.now())
             monkeypatch.setattr(api.store, "txn", interfering)
         return await real_txn(compares, success, failure)
 

@@ -9,6 +9,7 @@ from federation.jobs import JobRepository
 from federation.models import JobState
 from tests.api.conftest import QUEUES, ApiFactory
 from tests.api.support import job_spec, populate
+from tests.jobflow import advance, report
 
 
 def _flat(nodes: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
@@ -43,10 +44,10 @@ async def test_a_leaf_may_go_once_its_jobs_have_finished(api_on: ApiFactory) -> 
         body = job_spec("nlp-job", queue="research.nlp")
         job_id = (await api.http.post("/v1/jobs", json=body, headers=api.auth("carol"))).json()["id"]
         repository = JobRepository(api.store)
-        await repository.transition(await repository.get(job_id), JobState.RUNNING, now=api.clock.now())
+        await advance(repository, job_id, JobState.RUNNING, api.clock.now())
 
         refused = await api.http.put("/v1/queues", json=without_nlp, headers=api.auth("admin"))
-        await repository.transition(await repository.get(job_id), JobState.SUCCEEDED, now=api.clock.now())
+        await report(repository, job_id, JobState.SUCCEEDED, api.clock.now())
         applied = await api.http.put("/v1/queues", json=without_nlp, headers=api.auth("admin"))
 
     assert refused.status_code == 409 and "research.nlp" in refused.json()["error"]

@@ -100,7 +100,8 @@ async def test_requeues_that_are_the_clusters_doing_are_not_retries(api_on: ApiF
         assert (await job(api, job_id))["state"] == "Failed"  # no retries left for its own failure
 
 
-async def test_a_job_being_cancelled_is_not_retried(api_on: ApiFactory) -> None:
+async def test_a_job_being_cancelled_is_not_retried_it_ends_cancelled(api_on: ApiFactory) -> None:
+    """The cancel was asked before the run failed (killed by it, say): the cancel is honoured."""
     async with api_on() as api:
         east = await join(api, "east")
         job_id = await submit(api)
@@ -108,4 +109,4 @@ async def test_a_job_being_cancelled_is_not_retried(api_on: ApiFactory) -> None:
         await update(api, east, job_id, epoch, "Running")
         assert (await api.http.delete(f"/v1/jobs/{job_id}", headers=api.auth("alice"))).status_code == 200
         await update(api, east, job_id, epoch, "Failed", reason="exit code 143")
-        assert ((failed := await job(api, job_id))["state"], failed["retries"]) == ("Failed", 0)
+        assert ((ended := await job(api, job_id))["state"], ended["retries"]) == ("Cancelled", 0)

@@ -19,6 +19,7 @@ from federation.models.cluster import ClusterReport, JoinRequest, NodeReport
 from federation.scheduler.service import NotFollowing, SchedulerService
 from federation.store import Compare, MemoryStore, Op, StoreError, TxnResult, WatchEvent
 from policies.clock import ManualClock
+from tests.jobflow import dispatch, report
 
 GUARD = 10.0  # seconds before a hung wait fails the test instead of hanging it
 
@@ -106,9 +107,9 @@ async def reloaded_after_an_unseen_run(last: JobState, compacted: bool = False, 
     job = await submit(store, clock, "runs-unseen")
     await asyncio.wait_for(watch, GUARD)
     jobs = JobRepository(store)
-    await jobs.transition(await jobs.get(job), JobState.DISPATCHED, now=1000.0, cluster="c1", epoch=1)
-    await jobs.transition(await jobs.get(job), JobState.RUNNING, now=1010.0, start_time=1010.0)
-    await jobs.transition(await jobs.get(job), last, now=1040.0, **fields)
+    await dispatch(jobs, job, "c1", 1000.0)
+    await report(jobs, job, JobState.RUNNING, 1010.0)
+    await report(jobs, job, last, 1040.0)
     clock.set(1100.0)
     if compacted:
         await store.compact(await store.revision())
@@ -118,7 +119,7 @@ async def reloaded_after_an_unseen_run(last: JobState, compacted: bool = False, 
 
 
 async def test_a_run_that_started_and_ended_while_the_watch_was_dead_is_counted_after_the_reload() -> None:
-    service = await reloaded_after_an_unseen_run(JobState.SUCCEEDED, end_time=1040.0)
+    service = await reloaded_after_an_unseen_run(JobState.SUCCEEDED)
     assert not service.accountant.running()
     assert service.accountant.snapshot().tenants["alice"].seconds == {"cpu": 30.0}  # 1 cpu, 1010 s to 1040 s
     await service.close()
@@ -127,14 +128,14 @@ async def test_a_run_that_started_and_ended_while_the_watch_was_dead_is_counted_
 async def test_with_the_history_compacted_a_run_that_ended_while_the_watch_was_dead_is_counted_from_its_record() -> (
     None
 ):
-    service = await reloaded_after_an_unseen_run(JobState.SUCCEEDED, compacted=True, end_time=1040.0)
+    service = await reloaded_after_an_unseen_run(JobState.SUCCEEDED, compacted=True)
     assert not service.accountant.running()
     assert service.accountant.snapshot().tenants["alice"].seconds == {"cpu": 30.0}
     await service.close()
 
 
 async def test_a_run_that_went_back_to_the_queue_while_the_watch_was_dead_is_counted_after_the_reload() -> None:
-    service = await reloaded_after_an_unseen_run(JobState.PENDING, cluster="", attempt=1, start_time=None)
+    service = await reloaded_after_an_unseen_run(JobState.PENDING)
     assert not service.accountant.running()
     assert service.accountant.snapshot().tenants["alice"].seconds == {"cpu": 30.0}  # until its requeue
     await service.close()
@@ -149,15 +150,15 @@ async def test_with_the_history_compacted_a_run_that_restarted_while_the_watch_w
     clock, store, service, watch = await flaky_leader()
     job = await submit(store, clock, "restarts-unseen")
     jobs = JobRepository(store)
-    await jobs.transition(await jobs.get(job), JobState.DISPATCHED, now=1000.0, cluster="c1", epoch=1)
-    await jobs.transition(await jobs.get(job), JobState.RUNNING, now=1010.0, start_time=1010.0)
+    await dispatch(jobs, job, "c1", 1000.0)
+    await report(jobs, job, JobState.RUNNING, 1010.0)
     await asyncio.wait_for(service.sync(), GUARD)
     assert service.accountant.running() == {job}
     store.broken = True
-    await jobs.transition(await jobs.get(job), JobState.PENDING, now=1040.0, cluster="", attempt=1, start_time=None)
+    await report(jobs, job, JobState.PENDING, 1040.0)
     await asyncio.wait_for(watch, GUARD)
-    await jobs.transition(await jobs.get(job), JobState.DISPATCHED, now=1050.0, cluster="c1", epoch=2)
-    await jobs.transition(await jobs.get(job), JobState.RUNNING, now=1060.0, start_time=1060.0)
+    await dispatch(jobs, job, "c1", 1050.0)
+    await report(jobs, job, JobState.RUNNING, 1060.0)
     clock.set(1100.0)
     await store.compact(await store.revision())
     store.broken = False

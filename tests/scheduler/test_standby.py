@@ -10,6 +10,7 @@ from federation.jobs import JobRepository
 from federation.models import JobState
 from federation.scheduler.service import SchedulerService
 from federation.store import Compare, Op, Store
+from tests.jobflow import dispatch, report
 from tests.scheduler.conftest import HarnessFactory
 from tests.scheduler.harness import Harness
 
@@ -71,8 +72,7 @@ class Interposer:
 
 async def end(h: Harness, job_id: str) -> None:
     """The job's end reaches the store, as its agent's report would write it."""
-    jobs = JobRepository(h.store)
-    await jobs.transition(await jobs.get(job_id), JobState.SUCCEEDED, now=h.clock.now(), end_time=h.clock.now())
+    await report(JobRepository(h.store), job_id, JobState.SUCCEEDED, h.clock.now())
 
 
 async def test_with_the_history_compacted_a_job_ending_while_the_new_leader_reads_records_is_not_left_running(
@@ -143,17 +143,7 @@ async def assert_the_new_leader_counts_as_the_old(
 
 async def requeue(h: Harness, job_id: str) -> None:
     """The job's cluster hands it back to the queue now, as its agent's report would write it."""
-    jobs = JobRepository(h.store)
-    stored = await jobs.get(job_id)
-    await jobs.transition(
-        stored,
-        JobState.PENDING,
-        now=h.clock.now(),
-        reason="requeued by its cluster",
-        cluster="",
-        attempt=stored.record.attempt + 1,
-        start_time=None,
-    )
+    await report(JobRepository(h.store), job_id, JobState.PENDING, h.clock.now(), reason="requeued by its cluster")
 
 
 async def test_a_run_that_started_and_ended_after_the_last_save_is_counted_by_the_new_leader(
@@ -214,10 +204,9 @@ async def test_with_the_history_compacted_a_saved_run_whose_job_runs_again_is_co
     await requeue(h, job)
     jobs = JobRepository(h.store)
     h.clock.advance(20)
-    stored = await jobs.get(job)
-    await jobs.transition(stored, JobState.DISPATCHED, now=h.clock.now(), cluster="c1", epoch=stored.record.epoch + 1)
+    await dispatch(jobs, job, "c1", h.clock.now())
     h.clock.advance(10)
-    await jobs.transition(await jobs.get(job), JobState.RUNNING, now=h.clock.now(), start_time=h.clock.now())
+    await report(jobs, job, JobState.RUNNING, h.clock.now())
     await h.service.sync()
     h.clock.advance(30)
     # 2 cpus for 60 s, then 2 cpus from the new start for 30 s

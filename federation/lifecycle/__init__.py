@@ -1,0 +1,53 @@
+"""A job's life in one place: its states, the legal moves between them and what each move sets off."""
+
+from federation.lifecycle.events import (
+    AgentUpdate,
+    Assign,
+    Cancel,
+    ClusterLost,
+    Dispatch,
+    DropStopOrder,
+    Effect,
+    Event,
+    Mark,
+    Reclaim,
+    Requeued,
+    RetryPolicy,
+    RunStarted,
+    RunStopped,
+    StopOrder,
+    Unassign,
+)
+from federation.lifecycle.machine import MOVES, IllegalTransition, Move, Outcome, submitted, transition, usage
+from federation.lifecycle.states import ON_CLUSTER, QUEUED_STATES, TERMINAL_STATES, JobEvent, JobState
+
+__all__ = [
+    "MOVES",
+    "ON_CLUSTER",
+    "QUEUED_STATES",
+    "TERMINAL_STATES",
+    "AgentUpdate",
+    "Assign",
+    "Cancel",
+    "ClusterLost",
+    "Dispatch",
+    "DropStopOrder",
+    "Effect",
+    "Event",
+    "IllegalTransition",
+    "JobEvent",
+    "JobState",
+    "Mark",
+    "Move",
+    "Outcome",
+    "Reclaim",
+    "Requeued",
+    "RetryPolicy",
+    "RunStarted",
+    "RunStopped",
+    "StopOrder",
+    "Unassign",
+    "submitted",
+    "transition",
+    "usage",
+]

@@ -1,0 +1,245 @@
+"""The job lifecycle as a pure state machine: ``transition(record, event, now) -> Outcome | None``.
+
+Every change of a job's state anywhere (API, report handler, scheduler, simulator) is one call here;
+callers only carry the outcome out (a CAS txn in production, in-memory records in the simulator).
+``MOVES`` is the table of legal moves; a move outside it raises ``IllegalTransition``. Epochs grow by
+one at each dispatch and fence every older run; ``attempt`` counts every return to the queue,
+``retries`` only the runs that failed for the job's own reasons.
+
+Promises kept here (and tested by a hypothesis state machine): a requested cancel is never lost (a
+job whose cancel was asked ends Cancelled, whatever else its cluster reports or if the cluster is
+lost); a job back in the queue holds no cluster; terminal states are final; each run's usage starts
+once and stops once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from federation.lifecycle.events import (
+    AgentUpdate,
+    Assign,
+    Cancel,
+    ClusterLost,
+    DropStopOrder,
+    Effect,
+    Event,
+    Mark,
+    Reclaim,
+    Requeued,
+    RunStarted,
+    RunStopped,
+    StopOrder,
+    Unassign,
+)
+from federation.lifecycle.events import Dispatch as DispatchEvent
+from federation.lifecycle.states import QUEUED_STATES, TERMINAL_STATES, JobEvent, JobState
+from policies.format import format_span
+
+if TYPE_CHECKING:
+    from federation.models import JobRecord
+
+P, R, U = JobState.PENDING, JobState.RESERVED, JobState.UNSCHEDULABLE
+D, A, X = JobState.DISPATCHED, JobState.ADMITTED, JobState.RUNNING
+S, F, C = JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED
+
+
+class IllegalTransition(ValueError):
+    """The event cannot happen to the job in its state (the message says why, for its sender)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """One row of the lifecycle table: ``event`` takes a job in any of ``sources`` to one of
+    ``targets``; ``effects`` says in words what follows."""
+
+    event: str
+    sources: frozenset[JobState]
+    targets: frozenset[JobState]
+    effects: str
+
+
+def _row(event: str, sources: set[JobState], targets: set[JobState], effects: str) -> Move:
+    return Move(event, frozenset(sources), frozenset(targets), effects)
+
+
+MOVES: dict[str, Move] = {
+    m.event: m
+    for m in (
+        _row("dispatch", {P, R, U}, {D}, "epoch + 1; assignment for the cluster's agent"),
+        _row("mark", {P, R, U}, {P, R, U}, "none: a visible reason to wait"),
+        _row("cancel", {P, R, U}, {C}, "none: it never reached a cluster"),
+        _row("cancel (on a cluster)", {D, A, X}, {D, A, X}, "cancel requested; stop order to the agent"),
+        _row("reclaim", {D, A, X}, {D, A, X}, "eviction requested; stop order (back to the queue)"),
+        _row("admitted", {D}, {A}, "assignment dropped"),
+        _row("running", {D, A}, {X}, "assignment dropped; usage starts"),
+        _row("succeeded", {D, A, X}, {S}, "orders dropped; usage stops"),
+        _row(
+            "failed",
+            {D, A, X},
+            {F, P},
+            "Pending to retry after a backoff (retries + 1) up to maxRetries, unless its walltime ran out",
+        ),
+        _row("cancelled", {D, A, X}, {C, P}, "Pending when reclaim asked (preemptions + 1); usage stops"),
+        _row("handed back", {D, A, X}, {P, C}, "Pending, not a retry; Cancelled if a cancel was asked"),
+        _row("cluster lost", {D, A, X}, {P, C}, "Pending, not a retry; Cancelled if a cancel was asked"),
+    )
+}
+
+_AGENT_EVENTS = {A: "admitted", X: "running", S: "succeeded", F: "failed", C: "cancelled", P: "handed back"}
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The job's record after the event, and what its caller is to do about it."""
+
+    record: JobRecord
+    effects: tuple[Effect, ...]
+
+
+def transition(record: JobRecord, event: Event, now: float) -> Outcome | None:
+    """The move ``event`` makes, or None when it changes nothing (an update already applied, a cancel
+    already asked). Raises ``IllegalTransition`` when the event cannot happen in the job's state."""
+    if isinstance(event, AgentUpdate):
+        return _agent(record, event, now)
+    if isinstance(event, DispatchEvent):
+        _allow("dispatch", record)
+        new = _move(record, D, now, f"dispatched to {event.cluster}", cluster=event.cluster, epoch=record.epoch + 1)
+        return Outcome(new, (Assign(event.cluster),))
+    if isinstance(event, Mark):
+        _allow("mark", record)
+        if event.target not in QUEUED_STATES:
+            raise IllegalTransition(f"a mark keeps a job queued; {event.target.value} is not a queued state")
+        if record.state is event.target:
+            return None
+        return Outcome(_move(record, event.target, now, event.reason), ())
+    if isinstance(event, Cancel):
+        return _cancel(record, event, now)
+    if isinstance(event, Reclaim):
+        _allow("reclaim", record)
+        if record.evicting or record.cancel_requested:
+            return None  # already being stopped
+        reason = f"preempted: {event.reason}"
+        new = _move(record, record.state, now, reason, evicting=True)
+        return Outcome(new, (StopOrder(record.cluster, record.epoch, reason, requeue=True),))
+    if isinstance(event, ClusterLost):
+        _allow("cluster lost", record)
+        if record.cluster != event.cluster:
+            raise IllegalTransition(f"job runs on {record.cluster or 'no cluster'}, not on {event.cluster}")
+        cleanup: tuple[Effect, ...] = (Unassign(record.cluster), DropStopOrder(record.cluster))
+        if record.cancel_requested:
+            new = _move(record, C, now, f"cancelled: cluster {event.cluster} was lost before it confirmed the cancel")
+            return _with_usage(record, new, cleanup)
+        new = _requeue(record, now, f"requeued: cluster {event.cluster} lost")
+        return _with_usage(record, new, (*cleanup, Requeued(event.cluster, "lost")))
+    raise TypeError(f"not a lifecycle event: {event!r}")
+
+
+def submitted(now: float) -> JobEvent:
+    """The first entry of every job's history: it enters the queue Pending."""
+    return JobEvent(time=now, source=None, target=P, reason="submitted")
+
+
+def usage(record: JobRecord) -> RunStarted | RunStopped | None:
+    """What a record says of its usage: a run from its start while Running, let go once it is queued
+    again or has ended. The one rule the accounting follows, live or replayed from the store."""
+    if record.state is X and record.start_time is not None:
+        resources = record.spec.total_resources()
+        return RunStarted(record.id, record.tenant, record.queue, record.cluster, resources, record.start_time)
+    if record.state in TERMINAL_STATES or record.state in QUEUED_STATES:
+        return RunStopped(record.id, record.released_at())
+    return None
+
+
+# ---- the moves -----------------------------------------------------------------------------------
+
+
+def _allow(event: str, record: JobRecord) -> None:
+    if record.state not in MOVES[event].sources:
+        raise IllegalTransition(f"job is {record.state.value}: no {event} from there")
+
+
+def _move(record: JobRecord, target: JobState, now: float, reason: str, **changes: Any) -> JobRecord:
+    """The record in ``target`` with its history entry appended (the only place a state is set)."""
+    new = record.model_copy(update={"state": target, "reason": reason, **changes})
+    entry = JobEvent(time=now, source=record.state, target=target, reason=reason, cluster=new.cluster, epoch=new.epoch)
+    new.events = [*record.events, entry]
+    return new
+
+
+def _requeue(record: JobRecord, now: float, reason: str, **changes: Any) -> JobRecord:
+    """Back to the global queue: no cluster, not started, attempt + 1 (the next dispatch's epoch
+    fences whatever the old run still does)."""
+    changes.setdefault("attempt", record.attempt + 1)
+    return _move(record, P, now, reason, cluster="", start_time=None, evicting=False, **changes)
+
+
+def _with_usage(old: JobRecord, new: JobRecord, effects: tuple[Effect, ...]) -> Outcome:
+    """The effects, with the usage change when the move starts or stops a run."""
+    if (old.state is X) != (new.state is X):
+        change = usage(new)
+        if change is not None:
+            effects = (*effects, change)
+    return Outcome(new, effects)
+
+
+def _cancel(record: JobRecord, event: Cancel, now: float) -> Outcome | None:
+    if record.state in TERMINAL_STATES:
+        raise IllegalTransition(f"job is already {record.state.value}")
+    if record.state in QUEUED_STATES:
+        return Outcome(_move(record, C, now, f"cancelled by {event.by}", end_time=now), ())
+    _allow("cancel (on a cluster)", record)
+    if record.cancel_requested:
+        return None
+    new = _move(record, record.state, now, f"cancel requested by {event.by}", cancel_requested=True)
+    return Outcome(new, (StopOrder(record.cluster, record.epoch, f"cancelled by {event.by}", requeue=False),))
+
+
+def _agent(record: JobRecord, update: AgentUpdate, now: float) -> Outcome | None:
+    """A report of the run the cluster holds. The agent's clock may run ahead of ours: its times are
+    taken no later than now (a future time would carry the accounting ahead for every tenant)."""
+    if record.cluster != update.cluster or record.epoch != update.epoch:
+        raise IllegalTransition(f"job is now epoch {record.epoch} on {record.cluster or 'no cluster'}")
+    if record.state is update.state or (record.state in TERMINAL_STATES and update.state in TERMINAL_STATES):
+        return None
+    event = _AGENT_EVENTS.get(update.state)
+    if event is None or record.state not in MOVES[event].sources:
+        raise IllegalTransition(f"job is {record.state.value}; cannot become {update.state.value}")
+    when = min(update.time, now)
+    cluster = update.cluster
+    if update.state is A:
+        return Outcome(_move(record, A, now, update.reason), (Unassign(cluster),))
+    if update.state is X:
+        return _with_usage(record, _move(record, X, now, update.reason, start_time=when), (Unassign(cluster),))
+    cleanup: tuple[Effect, ...] = (Unassign(cluster), DropStopOrder(cluster))
+    if record.cancel_requested and update.state is not S:
+        # Asked to stop for good: whatever else the run ended by, the job ends Cancelled.
+        reason = update.reason if update.state is C else f"cancelled as requested ({update.reason or 'stopped'})"
+        return _with_usage(record, _ended(record, C, now, when, reason, update), cleanup)
+    if update.state is P:
+        new = _requeue(record, now, update.reason or "requeued by its cluster")
+        return _with_usage(record, new, (*cleanup, Requeued(cluster, "handed back")))
+    if update.state is C and record.evicting:
+        new = _requeue(record, now, update.reason or "evicted", preemptions=record.preemptions + 1)
+        return _with_usage(record, new, (*cleanup, Requeued(cluster, "evicted")))
+    reason = update.reason
+    if update.state is F:
+        limit = record.spec.max_retries if record.spec.max_retries is not None else update.retry.limit
+        if record.retries < limit and not update.final:
+            retry = record.retries + 1
+            wait = update.retry.backoff(retry)
+            said = (
+                f"failed on {cluster}: {reason or 'no reason given'}; retry {retry} of {limit} in {format_span(wait)}"
+            )
+            fields = {"exit_code": update.exit_code, "log_tail": update.log_tail}
+            new = _requeue(record, now, said, retries=retry, retry_at=now + wait, **fields)
+            return _with_usage(record, new, (*cleanup, Requeued(cluster, "retry", now + wait)))
+        if record.retries:
+            reason = f"{reason} (after {record.retries} {'retry' if record.retries == 1 else 'retries'})"
+    return _with_usage(record, _ended(record, update.state, now, when, reason, update), cleanup)
+
+
+def _ended(record: JobRecord, target: JobState, now: float, when: float, reason: str, update: AgentUpdate) -> JobRecord:
+    end = when if record.start_time is None else max(when, record.start_time)  # no job ends before it started
+    return _move(record, target, now, reason, exit_code=update.exit_code, end_time=end, log_tail=update.log_tail)

@@ -1,0 +1,46 @@
+"""What the leader publishes for ``fedq explain`` after each cycle (``status/scheduler``): the reasons
+jobs wait, reservations, the line of waiting jobs as the cycle took them up, the cycle's time.
+
+Any API replica answers explain from it. Only the first ``MAX_PUBLISHED_JOBS`` of each list are kept,
+so a deep backlog does not make the status a large write every cycle.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from federation.scheduler.cycle import CyclePlan
+from federation.scheduler.state import FederationState
+
+MAX_PUBLISHED_JOBS = 2000  # per-job entries in the published status: reasons, and the line
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    fields: dict[str, Any]
+    compared: bytes  # the status without its time: written again only when this changes
+
+    def body(self, now: float) -> bytes:
+        return json.dumps({"time": now, **self.fields}).encode()
+
+
+def status_of(plan: CyclePlan, state: FederationState) -> Status:
+    def tenant_of(job_id: str) -> str | None:
+        entry = state.entries.get(job_id)
+        return entry.info.tenant if entry is not None else None
+
+    reasons = dict(list(plan.reasons.items())[:MAX_PUBLISHED_JOBS])
+    fields = {
+        "cycle_seconds": round(plan.seconds, 4),
+        "reasons": {job: [[r.code, r.source, r.message] for r in rs] for job, rs in reasons.items()},
+        "queue_reasons": {q: [r.code, r.source, r.message] for q, r in plan.queue_reasons.items()},
+        "reservations": {
+            job: {"clusters": r.nodes, "start": r.start, "end": r.end, "tenant": tenant_of(job)}
+            for job, r in plan.reservations.items()
+        },
+        "unschedulable": plan.unschedulable,
+        "line": plan.line[:MAX_PUBLISHED_JOBS],
+    }
+    return Status(fields, json.dumps(fields, sort_keys=True).encode())
