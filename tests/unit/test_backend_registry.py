@@ -46,3 +46,8 @@ def test_a_registered_backend_is_accepted_everywhere(extra_backend: str) -> None
     assert args.backend == extra_backend
     assert isinstance(create_backend(extra_backend, {}, ManualClock(0)), SimulatedBackend)
     assert extra_backend in command_backends()
+
+
+def test_bad_ray_settings_are_refused_before_ray_starts() -> None:
+    with pytest.raises(ValueError, match=r"unknown ray backend settings \['adress'\]"):
+        create_backend("ray", {"adress": "ray://x:10001"}, ManualClock(0))
