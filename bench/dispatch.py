@@ -207,7 +207,7 @@ async def dispatch_all(service: SchedulerService, profile: bool) -> Dispatched:
 
 
 async def run(args: argparse.Namespace, work: Path) -> tuple[list[tuple[float, float]], Dispatched, int]:
-    with EtcdServer(work / "etcd", quota_backend_bytes=8 * 1024**3) as etcd:
+    with EtcdServer(work / "etcd", quota_backend_bytes=8 * 1024**3, secure=False) as etcd:
         store = EtcdStore(etcd.endpoint)
         try:
             raws = [await raw_rates(store, args, store.max_txn_ops)]

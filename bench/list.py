@@ -71,7 +71,7 @@ async def median_of(runs: int, http: httpx.AsyncClient, headers: dict[str, str],
 
 
 async def run(args: argparse.Namespace, work: Path) -> None:
-    with EtcdServer(work / "etcd", quota_backend_bytes=8 * 1024**3) as etcd:
+    with EtcdServer(work / "etcd", quota_backend_bytes=8 * 1024**3, secure=False) as etcd:
         store = EtcdStore(etcd.endpoint)
         try:
             clock = ManualClock(time.time())

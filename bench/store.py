@@ -35,7 +35,7 @@ def row(store: str, what: str, figure: float, unit: str, note: str) -> None:
 
 
 async def run(args: argparse.Namespace) -> None:
-    with EtcdServer(quota_backend_bytes=8 * 1024**3) as server:
+    with EtcdServer(quota_backend_bytes=8 * 1024**3, secure=False) as server:
         store = EtcdStore(server.endpoint)
         rate = await sequential_put_rate(store, args.seq, args.value_size)
         row("etcd", "sequential single puts", rate, "puts/s", f"{args.seq:,} puts")

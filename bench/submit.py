@@ -55,10 +55,10 @@ def main() -> None:
     parser.add_argument("--singles", type=int, default=1_000)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="fedq-bench-submit-"))
-    with EtcdServer(work / "etcd") as etcd:
+    with EtcdServer(work / "etcd", secure=False) as etcd:
         raw = asyncio.run(raw_rate(etcd.endpoint, args.jobs))
         server = ServerProcess(
-            etcd.endpoint,
+            etcd.connection,
             work / "server.log",
             ["--queues", str(REPO / "configs" / "queues.yaml")],
             env={"FEDQ_ADMIN_TOKEN": ADMIN},

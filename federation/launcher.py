@@ -14,9 +14,14 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import httpx
+
+from federation.cli.server import etcd_flags
+
+if TYPE_CHECKING:
+    from federation.store import EtcdConnection
 
 T = TypeVar("T")
 
@@ -88,11 +93,12 @@ class FedqProcess:
 
 
 class ServerProcess(FedqProcess):
-    """``fedq server`` on a free loopback port; ``start`` returns once /healthz answers."""
+    """``fedq server`` on a free loopback port (on etcd, or the memory store without ``etcd``);
+    ``start`` returns once /healthz answers."""
 
     def __init__(
         self,
-        etcd: str | None,
+        etcd: EtcdConnection | None,
         log: Path,
         extra: Sequence[str] = (),
         *,
@@ -100,8 +106,8 @@ class ServerProcess(FedqProcess):
         env: dict[str, str] | None = None,
     ) -> None:
         self.port = port or free_port()
-        store = ["--store", "etcd", "--etcd", etcd] if etcd else ["--store", "memory"]
-        super().__init__(["server", *store, "--port", str(self.port), *extra], log, env)
+        store, etcd_env = etcd_flags(etcd) if etcd is not None else (["--store", "memory"], {})
+        super().__init__(["server", *store, "--port", str(self.port), *extra], log, {**etcd_env, **(env or {})})
 
     @property
     def url(self) -> str:

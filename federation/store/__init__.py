@@ -2,9 +2,10 @@
 
 from federation.store.base import DEFAULT_MAX_TXN_OPS, DEFAULT_PREFIX, Store, check_txn
 from federation.store.bulk import count_many, get_many, put_many
+from federation.store.connection import Endpoint, EtcdConnection
 from federation.store.errors import CompactedError, LeaseNotFound, StoreError, StoreFull, StoreUnavailable
-from federation.store.etcd import EtcdStore, parse_endpoint
-from federation.store.etcd_server import EtcdServer, EtcdServerError
+from federation.store.etcd import EtcdStore
+from federation.store.etcd_server import EtcdCluster, EtcdServer, EtcdServerError
 from federation.store.factory import open_store
 from federation.store.memory import MemoryStore
 from federation.store.types import Compare, KeyValue, Op, StoreSnapshot, TxnResult, WatchEvent
@@ -14,6 +15,9 @@ __all__ = [
     "DEFAULT_PREFIX",
     "CompactedError",
     "Compare",
+    "Endpoint",
+    "EtcdCluster",
+    "EtcdConnection",
     "EtcdServer",
     "EtcdServerError",
     "EtcdStore",
@@ -32,6 +36,5 @@ __all__ = [
     "count_many",
     "get_many",
     "open_store",
-    "parse_endpoint",
     "put_many",
 ]

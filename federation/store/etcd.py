@@ -1,26 +1,35 @@
-"""The production store: etcd v3 through one aetcd gRPC client per store.
+"""The production store: etcd v3 over gRPC, with TLS, etcd users and failover between members.
 
-aetcd manages the channel; requests go straight to its KV, Lease and Watch stubs because its helpers
-cannot page a range (gRPC's 4 MiB receive limit breaks large prefixes) and its watcher does not
-resume after a reconnect.
+Requests go to aetcd's generated KV, Lease and Watch stubs through ``EtcdChannels`` (which endpoint,
+which token, when to fail over: see ``etcd_rpc``); aetcd's own helpers cannot page a range (gRPC's
+4 MiB receive limit breaks large prefixes) and its watcher does not resume after a reconnect.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncGenerator, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, Callable, Sequence
+from operator import attrgetter
 from typing import Any
-from urllib.parse import urlsplit
 
-import aetcd
 import grpc
 import structlog
 from aetcd import rpc
 
 from federation.store.base import DEFAULT_MAX_TXN_OPS, DEFAULT_PREFIX, check_txn
-from federation.store.errors import CompactedError, LeaseNotFound, StoreError, StoreFull, StoreUnavailable
+from federation.store.connection import EtcdConnection
+from federation.store.errors import CompactedError, LeaseNotFound, StoreError
+from federation.store.etcd_rpc import (
+    DEFAULT_CONNECT_TIMEOUT,
+    REQUIRE_LEADER,
+    UNAVAILABLE,
+    EtcdChannels,
+    Link,
+    channel_closed_under_us,
+    mapped_errors,
+    store_error,
+)
 from federation.store.types import Compare, KeyValue, Op, StoreSnapshot, TxnResponse, TxnResult, WatchEvent
 
 log = structlog.get_logger(__name__)
@@ -37,8 +46,7 @@ _CHANNEL_OPTIONS: dict[str, Any] = {
     "grpc.min_reconnect_backoff_ms": 100,
     "grpc.max_reconnect_backoff_ms": 1_000,
 }
-_UNAVAILABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
-_WATCH_RETRYABLE = _UNAVAILABLE | {grpc.StatusCode.INTERNAL}
+_WATCH_RETRYABLE = UNAVAILABLE | {grpc.StatusCode.INTERNAL}
 _COMPARE_RESULTS = {
     "==": rpc.Compare.EQUAL,
     "!=": rpc.Compare.NOT_EQUAL,
@@ -46,41 +54,50 @@ _COMPARE_RESULTS = {
     ">": rpc.Compare.GREATER,
 }
 _RANGE_ATTEMPTS = 3
+# The stub methods each request goes to, picked from the link of the endpoint it is sent on.
+_RANGE = attrgetter("kv.Range")
+_PUT = attrgetter("kv.Put")
+_DELETE = attrgetter("kv.DeleteRange")
+_TXN = attrgetter("kv.Txn")
+_COMPACT = attrgetter("kv.Compact")
+_GRANT = attrgetter("lease.LeaseGrant")
+_REVOKE = attrgetter("lease.LeaseRevoke")
 _WATCH_RETRY_MIN = 0.05
 _WATCH_RETRY_MAX = 1.0
 
 
 class EtcdStore:
-    """A store over a real etcd; keys are kept under ``prefix``, callers use keys relative to it."""
+    """A store over a real etcd; keys are kept under ``prefix``, callers use keys relative to it.
+
+    ``connection`` is an ``EtcdConnection`` or its URL list (``http://127.0.0.1:2379``, plain)."""
 
     def __init__(
         self,
-        endpoint: str | None = None,
+        connection: EtcdConnection | str,
         *,
-        host: str = "127.0.0.1",
-        port: int = 2379,
         prefix: str = DEFAULT_PREFIX,
         max_txn_ops: int = DEFAULT_MAX_TXN_OPS,
         timeout: float | None = 10.0,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         page_size: int = DEFAULT_PAGE_SIZE,
     ) -> None:
-        if endpoint is not None:
-            host, port = parse_endpoint(endpoint)
+        if isinstance(connection, str):
+            connection = EtcdConnection.parse(connection)
         if not prefix:
             raise ValueError("the key prefix must not be empty (etcd has no empty key)")
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
         self.max_txn_ops = max_txn_ops
         self._prefix = prefix.encode()
-        self._timeout = timeout
         self._page_size = page_size
-        self._client = aetcd.Client(host=host, port=port, options=_CHANNEL_OPTIONS)
-        self._closed = False
+        self._rpc = EtcdChannels(connection, options=_CHANNEL_OPTIONS, timeout=timeout, connect_timeout=connect_timeout)
+
+    @property
+    def connection(self) -> EtcdConnection:
+        return self._rpc.connection
 
     async def get(self, key: str) -> KeyValue | None:
-        kv = await self._kv_stub()
-        with _mapped_errors():
-            response = await kv.Range(rpc.RangeRequest(key=self._key(key)), timeout=self._timeout)
+        response = await self._send(_RANGE, rpc.RangeRequest(key=self._key(key)), retry=True)
         return self._record(response.kvs[0]) if response.kvs else None
 
     async def range(self, prefix: str, *, limit: int = 0) -> list[KeyValue]:
@@ -98,19 +115,16 @@ class EtcdStore:
                 attempt += 1
 
     async def put(self, key: str, value: bytes, *, lease: int = 0) -> int:
-        kv = await self._kv_stub()
         request = rpc.PutRequest(key=self._key(key), value=value, lease=lease)
-        with _mapped_errors():
-            response = await kv.Put(request, timeout=self._timeout)
+        response = await self._send(_PUT, request, retry=False)
         return int(response.header.revision)
 
     async def delete(self, key: str) -> bool:
-        kv = await self._kv_stub()
-        with _mapped_errors():
-            response = await kv.DeleteRange(rpc.DeleteRangeRequest(key=self._key(key)), timeout=self._timeout)
+        response = await self._send(_DELETE, rpc.DeleteRangeRequest(key=self._key(key)), retry=False)
         return bool(response.deleted)
 
     async def txn(self, compares: Sequence[Compare], success: Sequence[Op], failure: Sequence[Op] = ()) -> TxnResult:
+        """One etcd txn, never sent twice: a txn that raised ``StoreUnavailable`` may have applied."""
         check_txn(compares, success, failure, self.max_txn_ops)
         # Filled in place: a message built by keyword and then added is copied, 3-4x the cost per op.
         request = rpc.TxnRequest()
@@ -120,9 +134,7 @@ class EtcdStore:
             add = into.add
             for op in ops:
                 self._request_op(add(), op)
-        kv = await self._kv_stub()
-        with _mapped_errors():
-            response = await kv.Txn(request, timeout=self._timeout)
+        response = await self._send(_TXN, request, retry=False)
         ops = success if response.succeeded else failure
         raws = response.responses
         if len(raws) != len(ops):
@@ -135,40 +147,39 @@ class EtcdStore:
         return TxnResult(bool(response.succeeded), int(response.header.revision), responses)
 
     async def revision(self) -> int:
-        kv = await self._kv_stub()
-        with _mapped_errors():
-            response = await kv.Range(rpc.RangeRequest(key=self._prefix, count_only=True), timeout=self._timeout)
+        response = await self._send(_RANGE, rpc.RangeRequest(key=self._prefix, count_only=True), retry=True)
         return int(response.header.revision)
 
     async def grant(self, ttl: float) -> int:
-        """Grant a lease of ``ttl`` seconds rounded up; etcd itself raises very short TTLs to ~2 s."""
+        """Grant a lease of ``ttl`` seconds rounded up; etcd itself raises very short TTLs to ~2 s.
+
+        Sent again on another member after an unknown outcome: a lease granted twice leaves one
+        unused, which expires by itself."""
         if ttl <= 0:
             raise ValueError(f"lease ttl must be positive, got {ttl}")
-        await self._connect()
-        stub = self._client.leasestub
-        with _mapped_errors():
-            response = await stub.LeaseGrant(rpc.LeaseGrantRequest(TTL=math.ceil(ttl)), timeout=self._timeout)
+        response = await self._send(_GRANT, rpc.LeaseGrantRequest(TTL=math.ceil(ttl)), retry=True)
         if response.error:
             raise StoreError(f"lease grant refused: {response.error}")
         return int(response.ID)
 
     async def keepalive(self, lease: int) -> None:
-        await self._connect()
-        call = self._client.leasestub.LeaseKeepAlive(timeout=self._timeout)
-        try:
-            with _mapped_errors():
+        """Renew once; safe to send again, so it fails over as a read does."""
+
+        async def renew(link: Link) -> Any:
+            call = link.lease.LeaseKeepAlive(timeout=self._rpc.timeout, metadata=link.metadata)
+            try:
                 await call.write(rpc.LeaseKeepAliveRequest(ID=lease))
-                response = await call.read()
-        finally:
-            call.cancel()
+                return await call.read()
+            finally:
+                call.cancel()
+
+        with mapped_errors():
+            response = await self._rpc.call(renew, retry=True)
         if response is grpc.aio.EOF or response.TTL <= 0:
             raise LeaseNotFound(f"lease {lease} not found")
 
     async def revoke(self, lease: int) -> None:
-        await self._connect()
-        stub = self._client.leasestub
-        with _mapped_errors():
-            await stub.LeaseRevoke(rpc.LeaseRevokeRequest(ID=lease), timeout=self._timeout)
+        await self._send(_REVOKE, rpc.LeaseRevokeRequest(ID=lease), retry=False)
 
     async def watch(
         self, prefix: str, *, start_revision: int | None = None, end: str | None = None, previous: bool = True
@@ -181,16 +192,18 @@ class EtcdStore:
         if start_revision is not None and start_revision < 1:
             raise ValueError(f"start_revision must be at least 1, got {start_revision}")
         key = self._key(prefix)
-        range_end = _range_end(key) if end is None else self._key(end)
+        until = range_end(key) if end is None else self._key(end)
         next_revision = start_revision
         delay = _WATCH_RETRY_MIN
-        while not self._closed:
+        renewed = False  # a token a restarted member forgot shows as "permission denied": renew it once
+        while not self._rpc.closed:
             call: Any = None
+            index: int | None = None
             try:
-                await self._connect()
-                call = rpc.WatchStub(self._client.channel).Watch()
+                index, link, _ = await self._rpc.ready()
+                call = link.watch.Watch(metadata=(*link.metadata, REQUIRE_LEADER))
                 create = rpc.WatchCreateRequest(
-                    key=key, range_end=range_end, start_revision=next_revision or 0, prev_kv=previous
+                    key=key, range_end=until, start_revision=next_revision or 0, prev_kv=previous
                 )
                 await call.write(rpc.WatchRequest(create_request=create))
                 while True:
@@ -200,26 +213,32 @@ class EtcdStore:
                     if response.compact_revision:
                         raise CompactedError(int(response.compact_revision))
                     if response.canceled:
-                        raise StoreError(f"etcd cancelled the watch: {response.cancel_reason}")
+                        if renewed or "permission denied" not in response.cancel_reason:
+                            raise StoreError(f"etcd cancelled the watch: {response.cancel_reason}")
+                        renewed = True
+                        await self._rpc.authenticate(link, stale=link.token)
+                        break
                     if response.created and next_revision is None:
                         next_revision = int(response.header.revision) + 1
-                    delay = _WATCH_RETRY_MIN
+                    delay, renewed = _WATCH_RETRY_MIN, False
                     for raw in response.events:
                         event = self._event(raw)
                         next_revision = event.revision + 1
                         yield event
             except grpc.aio.AioRpcError as error:
-                if self._closed:
+                if self._rpc.closed:
                     return
                 if error.code() not in _WATCH_RETRYABLE:
-                    raise _store_error(error) from error
+                    raise store_error(error) from error
+                if index is not None:
+                    self._rpc.failed(index, error)
                 log.warning(
                     "etcd watch lost, resuming", prefix=prefix, next_revision=next_revision, error=error.code().name
                 )
             except asyncio.CancelledError:
-                if not _channel_closed_under_us():
+                if not channel_closed_under_us():
                     raise
-                if self._closed:
+                if self._rpc.closed:
                     return
                 log.warning("etcd channel closed under the watch, resuming", prefix=prefix, next_revision=next_revision)
             finally:
@@ -229,50 +248,43 @@ class EtcdStore:
             delay = min(delay * 2, _WATCH_RETRY_MAX)
 
     async def compact(self, revision: int) -> None:
-        """Drop history before ``revision``; compacting at or below an earlier compaction is a no-op."""
-        kv = await self._kv_stub()
-        try:
-            await kv.Compact(rpc.CompactionRequest(revision=revision), timeout=self._timeout)
-        except grpc.aio.AioRpcError as error:
-            if error.code() != grpc.StatusCode.OUT_OF_RANGE:
-                raise _store_error(error) from error
-            if "future revision" in (error.details() or ""):
-                raise ValueError(f"cannot compact at {revision}: {error.details()}") from error
+        """Drop history before ``revision``; compacting at or below an earlier compaction is a no-op
+        (so a compaction whose outcome was lost is simply sent again)."""
+        with mapped_errors():
+            try:
+                await self._rpc.unary(_COMPACT, rpc.CompactionRequest(revision=revision), retry=True)
+            except grpc.aio.AioRpcError as error:
+                if error.code() != grpc.StatusCode.OUT_OF_RANGE:
+                    raise
+                if "future revision" in (error.details() or ""):
+                    raise ValueError(f"cannot compact at {revision}: {error.details()}") from error
 
     async def reconnect(self) -> None:
-        """Drop the gRPC channel and open a new one; watches resume on it. For fault injection."""
-        await self._client.close()
-        await self._connect()
+        """Drop the gRPC channels; the next call opens new ones and watches resume. For fault injection."""
+        await self._rpc.reset()
 
     async def close(self) -> None:
-        self._closed = True
-        await self._client.close()
+        await self._rpc.close()
 
-    async def _connect(self) -> None:
-        if self._closed:
-            raise StoreError("the store is closed")
-        with _mapped_errors():
-            await self._client.connect()
-
-    async def _kv_stub(self) -> Any:
-        await self._connect()
-        return self._client.kvstub
+    async def _send(self, method: Callable[[Link], Any], request: Any, *, retry: bool) -> Any:
+        with mapped_errors():
+            return await self._rpc.unary(method, request, retry=retry)
 
     async def _paged_range(self, prefix: str, limit: int, until: str | None) -> StoreSnapshot:
-        kv = await self._kv_stub()
         start = self._key(prefix)
-        end = _range_end(start) if until is None else self._key(until)
+        end = range_end(start) if until is None else self._key(until)
         revision = 0
         found: list[KeyValue] = []
         while True:
             page = self._page_size if not limit else min(self._page_size, limit - len(found))
             request = rpc.RangeRequest(key=start, range_end=end, limit=page, revision=revision)
-            try:
-                response = await kv.Range(request, timeout=self._timeout)
-            except grpc.aio.AioRpcError as error:
-                if error.code() == grpc.StatusCode.OUT_OF_RANGE and "compacted" in (error.details() or ""):
-                    raise CompactedError(revision) from error
-                raise _store_error(error) from error
+            with mapped_errors():
+                try:
+                    response = await self._rpc.unary(_RANGE, request, retry=True)
+                except grpc.aio.AioRpcError as error:
+                    if error.code() == grpc.StatusCode.OUT_OF_RANGE and "compacted" in (error.details() or ""):
+                        raise CompactedError(revision) from error
+                    raise
             revision = revision or int(response.header.revision)
             found.extend(self._record(raw) for raw in response.kvs)
             if not response.more or not response.kvs or (limit and len(found) >= limit):
@@ -321,14 +333,14 @@ class EtcdStore:
         elif op.kind == "count":
             count = message.request_range
             count.key = key
-            count.range_end = _range_end(key)
+            count.range_end = range_end(key)
             count.count_only = True
         elif op.kind == "delete":
             message.request_delete_range.key = key
         else:
             prefix = message.request_delete_range
             prefix.key = key
-            prefix.range_end = _range_end(key)
+            prefix.range_end = range_end(key)
 
     def _txn_response(self, op: Op, raw: Any) -> TxnResponse:
         kind = raw.WhichOneof("response")
@@ -342,51 +354,9 @@ class EtcdStore:
         return None
 
 
-def parse_endpoint(endpoint: str) -> tuple[str, int]:
-    """Accept ``http://host:port`` or ``host:port`` (etcd's own spelling of a client URL)."""
-    parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
-    if not parts.hostname:
-        raise ValueError(f"etcd endpoint {endpoint!r} has no host")
-    return parts.hostname, parts.port or 2379
-
-
-def _range_end(key: bytes) -> bytes:
+def range_end(key: bytes) -> bytes:
     """The end of the range of keys starting with ``key``; b"\\0" means "to the end" to etcd."""
     for i in reversed(range(len(key))):
         if key[i] < 0xFF:
             return key[:i] + bytes([key[i] + 1])
     return b"\0"
-
-
-@contextmanager
-def _mapped_errors() -> Iterator[None]:
-    try:
-        yield
-    except grpc.aio.AioRpcError as error:
-        raise _store_error(error) from error
-    except asyncio.CancelledError as error:
-        if not _channel_closed_under_us():
-            raise
-        raise StoreUnavailable("the etcd channel was closed during the call") from error
-    except aetcd.ClientError as error:
-        raise StoreError(str(error)) from error
-
-
-def _channel_closed_under_us() -> bool:
-    """grpc.aio raises CancelledError when the channel closes; tell that from this task being cancelled."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() == 0
-
-
-def _store_error(error: grpc.aio.AioRpcError) -> Exception:
-    code = error.code()
-    details = error.details() or code.name
-    if code in _UNAVAILABLE:
-        return StoreUnavailable(details)
-    if code == grpc.StatusCode.NOT_FOUND and "lease not found" in details:
-        return LeaseNotFound(details)
-    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "space exceeded" in details:
-        return StoreFull(details)
-    if code == grpc.StatusCode.INVALID_ARGUMENT:
-        return ValueError(f"etcd rejected the request: {details}")
-    return StoreError(f"{code.name}: {details}")

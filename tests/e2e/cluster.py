@@ -12,6 +12,7 @@ import yaml
 
 from federation.client import FedqClient
 from federation.launcher import FedqProcess, ServerProcess, wait_until
+from federation.store import EtcdConnection
 from tests.e2e.support import ADMIN_TOKEN, REPO
 
 FAST = {"cyclePeriod": "200ms", "cluster": {"lostAfter": "3s", "requeueAfter": "6s"}}
@@ -20,7 +21,7 @@ FAST = {"cyclePeriod": "200ms", "cluster": {"lostAfter": "3s", "requeueAfter": "
 class Federation:
     """Server (own key prefix on the shared etcd) plus agents; everything stopped by ``close``."""
 
-    def __init__(self, etcd: str, work: Path, config: dict[str, Any] | None = None) -> None:
+    def __init__(self, etcd: EtcdConnection, work: Path, config: dict[str, Any] | None = None) -> None:
         self.work = work
         self.stack = ExitStack()
         config_file = work / "federation.yaml"

@@ -27,7 +27,7 @@ CONFIG = {**FAST, "cluster": {"lostAfter": "60s", "requeueAfter": "120s"}, "jobs
 def federation(
     etcd_server: EtcdServer, ray_cluster: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Federation]:
-    fed = Federation(etcd_server.endpoint, tmp_path_factory.mktemp("fed-ray"), CONFIG)
+    fed = Federation(etcd_server.connection, tmp_path_factory.mktemp("fed-ray"), CONFIG)
     try:
         fed.join("ray-a", "ray", "--ray-address", ray_cluster, "--labels", "backend=ray")
         yield fed

@@ -25,7 +25,7 @@ def stale_actors(job_id: str, epoch: int) -> list[str]:
 def test_killed_agent_is_fenced_and_its_job_finishes_elsewhere_once(
     etcd_server: EtcdServer, ray_cluster: str, tmp_path: Path
 ) -> None:
-    fed = Federation(etcd_server.endpoint, tmp_path)
+    fed = Federation(etcd_server.connection, tmp_path)
     try:
         ray_agent = fed.join("ray-a", "ray", "--ray-address", ray_cluster, "--labels", "pool=x")
         spec = job(

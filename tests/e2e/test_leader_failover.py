@@ -36,7 +36,7 @@ def test_killing_the_leader_mid_dispatch_loses_and_doubles_nothing(etcd_server: 
     prefix = f"/e2e-{uuid.uuid4().hex}/"
     env = {"FEDQ_ADMIN_TOKEN": ADMIN_TOKEN}
     common = ["--queues", str(REPO / "configs" / "queues.yaml"), "--config", str(config), "--prefix", prefix]
-    servers = [ServerProcess(etcd_server.endpoint, tmp_path / f"server{i}.log", common, env=env) for i in range(2)]
+    servers = [ServerProcess(etcd_server.connection, tmp_path / f"server{i}.log", common, env=env) for i in range(2)]
     agent: FedqProcess | None = None
     try:
         for server in servers:

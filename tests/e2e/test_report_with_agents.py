@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.etcd, pytest.mark.slow]
 
 
 def test_quota_report_in_table_json_and_csv(etcd_server: EtcdServer, tmp_path: Path) -> None:
-    fed = Federation(etcd_server.endpoint, tmp_path, {**FAST, "accountingSaveEvery": "200ms"})
+    fed = Federation(etcd_server.connection, tmp_path, {**FAST, "accountingSaveEvery": "200ms"})
     try:
         fed.join("east", "simulated", "--labels", "region=eu")
         fed.join("west", "simulated", "--labels", "region=us")

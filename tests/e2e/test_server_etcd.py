@@ -10,6 +10,7 @@ import pytest
 
 from federation.launcher import ServerProcess, wait_until
 from federation.store import EtcdServer
+from policies.clock import SystemClock
 from tests.e2e.support import ADMIN_TOKEN, REPO, cli, cli_json
 
 pytestmark = [pytest.mark.etcd, pytest.mark.slow]
@@ -18,11 +19,11 @@ ADMIN_ENV = {"FEDQ_ADMIN_TOKEN": ADMIN_TOKEN}
 
 
 def test_cli_round_trip_and_restart_keeps_acknowledged_jobs(tmp_path: Path) -> None:
-    etcd = EtcdServer(tmp_path / "etcd-data")
+    etcd = EtcdServer(tmp_path / "etcd-data", clock=SystemClock())
     etcd.start()
     try:
         queues = str(REPO / "configs" / "queues.yaml")
-        with ServerProcess(etcd.endpoint, tmp_path / "server.log", ["--queues", queues], env=ADMIN_ENV) as server:
+        with ServerProcess(etcd.connection, tmp_path / "server.log", ["--queues", queues], env=ADMIN_ENV) as server:
             alice = cli_json("token", "create", "--tenant", "alice", token=ADMIN_TOKEN, server=server.url)["token"]
             hello = cli_json(
                 "submit", str(REPO / "configs" / "examples" / "hello.yaml"), token=alice, server=server.url
@@ -59,7 +60,7 @@ def test_cli_round_trip_and_restart_keeps_acknowledged_jobs(tmp_path: Path) -> N
 
         etcd.stop()
         etcd.start()
-        with ServerProcess(etcd.endpoint, tmp_path / "server2.log", env=ADMIN_ENV) as server:
+        with ServerProcess(etcd.connection, tmp_path / "server2.log", env=ADMIN_ENV) as server:
             listed = {item["id"]: item["state"] for item in cli_json("jobs", token=alice, server=server.url)["items"]}
             assert set(listed) == set(acknowledged)
             assert listed[cancelled] == "Cancelled"

@@ -36,7 +36,7 @@ from federation.jobs import JobRepository
 from federation.launcher import free_port, wait_until
 from federation.models import QueueTreeConfig
 from federation.models.cluster import ClusterRecord, ClusterReport, NodeReport
-from federation.store import EtcdServer, EtcdStore
+from federation.store import EtcdConnection, EtcdServer, EtcdStore
 from policies.clock import ManualClock, SystemClock
 from tests.reports.conftest import with_reports
 from tests.reports.scenario import QUEUES, accountant, jobs
@@ -54,7 +54,7 @@ def server(etcd_server: EtcdServer, store_prefix: str) -> Iterator[str]:
     holder: dict[str, uvicorn.Server] = {}
 
     async def serve() -> None:
-        store = EtcdStore(etcd_server.endpoint, prefix=store_prefix)
+        store = EtcdStore(etcd_server.connection, prefix=store_prefix)
         queues = QueueTreeConfig.model_validate(QUEUES)
         app = with_reports(create_app(store, admin_token=ADMIN, clock=SystemClock(), queues=queues))
         holder["server"] = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
@@ -79,11 +79,11 @@ def server(etcd_server: EtcdServer, store_prefix: str) -> Iterator[str]:
     thread.join(timeout=15)
 
 
-async def populate(endpoint: str, prefix: str) -> float:
+async def populate(etcd: EtcdConnection, prefix: str) -> float:
     """The scenario with T0 two hours ago: jobs, the accounting saved now, two clusters' reports."""
     now = time.time()
     t0 = now - 2 * HOUR
-    store = EtcdStore(endpoint, prefix=prefix)
+    store = EtcdStore(etcd, prefix=prefix)
     try:
         repository = JobRepository(store)
         await repository.create(jobs(t0))
@@ -146,7 +146,7 @@ async def test_report_quota_in_every_format_against_etcd(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    await populate(etcd_server.endpoint, store_prefix)
+    await populate(etcd_server.connection, store_prefix)
     fedq = Fedq(server, capsys, monkeypatch)
     alice = fedq.json("token", "create", "--tenant", "alice", token=ADMIN)["token"]
     bob = fedq.json("token", "create", "--tenant", "bob", token=ADMIN)["token"]

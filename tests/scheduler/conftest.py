@@ -16,7 +16,7 @@ HarnessFactory = Callable[..., Any]
 @pytest.fixture
 async def make_harness(etcd_server: EtcdServer, store_prefix: str) -> AsyncIterator[HarnessFactory]:
     made: list[Harness] = []
-    store = EtcdStore(etcd_server.endpoint, prefix=store_prefix)
+    store = EtcdStore(etcd_server.connection, prefix=store_prefix)
 
     async def make(config: dict[str, Any], queues: dict[str, Any]) -> Harness:
         harness = Harness(store, config, queues)

@@ -26,14 +26,14 @@ pytestmark = pytest.mark.etcd
 
 
 async def test_acknowledged_writes_survive_an_etcd_crash(private_etcd: EtcdServer) -> None:
-    store = EtcdStore(private_etcd.endpoint)
+    store = EtcdStore(private_etcd.connection)
     items = [(f"jobs/{i:04d}", f"job-{i}".encode()) for i in range(500)]
     await put_many(store, items)
     last = await store.put("queues/root", b"tree")
 
     private_etcd.stop(kill=True)
     private_etcd.start()
-    reread = EtcdStore(private_etcd.endpoint)
+    reread = EtcdStore(private_etcd.connection)
 
     assert [(kv.key, kv.value) for kv in await reread.range("jobs/")] == items
     root = await reread.get("queues/root")
@@ -44,7 +44,7 @@ async def test_acknowledged_writes_survive_an_etcd_crash(private_etcd: EtcdServe
 
 
 async def test_operations_fail_as_unavailable_while_etcd_is_down_then_recover(private_etcd: EtcdServer) -> None:
-    store = EtcdStore(private_etcd.endpoint, timeout=5.0)
+    store = EtcdStore(private_etcd.connection, timeout=5.0)
     await store.put("k", b"before")
 
     private_etcd.stop()
@@ -70,8 +70,8 @@ async def _first_success(call: Callable[[], Awaitable[KeyValue | None]], deadlin
 
 
 async def test_watch_resumes_across_an_etcd_restart_without_loss_or_repeat(private_etcd: EtcdServer) -> None:
-    watcher = EtcdStore(private_etcd.endpoint)
-    writer = EtcdStore(private_etcd.endpoint)
+    watcher = EtcdStore(private_etcd.connection)
+    writer = EtcdStore(private_etcd.connection)
     seen: list[WatchEvent] = []
     arrived = asyncio.Condition()
 
@@ -100,7 +100,7 @@ async def test_watch_resumes_across_an_etcd_restart_without_loss_or_repeat(priva
 
 
 async def test_range_beyond_grpc_default_message_limit(etcd_server: EtcdServer, store_prefix: str) -> None:
-    store = EtcdStore(etcd_server.endpoint, prefix=store_prefix)
+    store = EtcdStore(etcd_server.connection, prefix=store_prefix)
     items = [(f"jobs/{i:05d}", bytes([i % 251]) * 1024) for i in range(6_000)]  # ~6 MiB, over gRPC's 4 MiB
     await put_many(store, items)
 
@@ -112,17 +112,25 @@ async def test_range_beyond_grpc_default_message_limit(etcd_server: EtcdServer, 
 
 
 async def test_open_store_picks_the_backend(etcd_server: EtcdServer, store_prefix: str) -> None:
-    address = etcd_server.endpoint.removeprefix("http://")
-    etcd = open_store(f"etcd://{address}", prefix=store_prefix)
+    etcd = open_store(etcd_server.connection, prefix=store_prefix)
     memory = open_store("memory")
 
     revision = await etcd.put("k", b"v")
     assert isinstance(etcd, EtcdStore) and isinstance(memory, MemoryStore)
     assert (await etcd.get("k")) is not None and revision == await etcd.revision()
-    with pytest.raises(ValueError):
-        open_store("redis://localhost")
     await etcd.close()
     await memory.close()
+
+
+async def test_open_store_reads_etcd_urls_and_refuses_other_names() -> None:
+    plain = open_store("http://127.0.0.1:2379,etcd://[::1]:2380", prefix="/p/")
+
+    assert isinstance(plain, EtcdStore)
+    assert plain.connection.urls == "http://127.0.0.1:2379,http://[::1]:2380" and not plain.connection.tls
+    for wrong in ("redis://localhost", "memroy", "http://a:1,https://b:2"):
+        with pytest.raises(ValueError):
+            open_store(wrong)
+    await plain.close()
 
 
 def test_server_keeps_data_in_a_given_dir_and_cleans_up_its_temp_files(tmp_path: Path) -> None:
