@@ -35,7 +35,6 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,7 +130,7 @@ async def raw_rates(store: Store, args: argparse.Namespace, max_txn_ops: int) ->
 async def join_clusters(store: Store, jobs: int, clock: ManualClock) -> int:
     """Join clusters (single-use join tokens) with room for every job and half again; returns how many."""
     repository = JobRepository(store)
-    tokens = TokenStore(store, f"fedq_admin_{uuid.uuid4().hex}")
+    tokens = TokenStore(store, clock)
     service = ClusterService(store, repository, tokens, clock)
     clusters = -(-3 * jobs // (2 * 32 * NODES_PER_CLUSTER))
     for c in range(clusters):

@@ -16,7 +16,6 @@ import asyncio
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -50,7 +49,7 @@ async def measure(jobs: int, work: Path) -> list[tuple[str, float]]:
             await store.put(keys.QUEUES, queues().model_dump_json(by_alias=True).encode())
             repository = JobRepository(store)
             await repository.create(pending_jobs(jobs, clock.now()))
-            tokens = TokenStore(store, f"fedq_admin_{uuid.uuid4().hex}")
+            tokens = TokenStore(store, clock)
             clusters = ClusterService(store, repository, tokens, clock)
             await clusters.join(JoinRequest(token=await tokens.issue(Role.JOIN, "c0"), name="c0"))
             await clusters.report("c0", ClusterReport(nodes=NODES))

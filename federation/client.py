@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,10 +26,20 @@ class FedqError(Exception):
 
 
 class FedqClient:
-    def __init__(self, server: str, token: str | None = None, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        server: str,
+        token: str | None = None,
+        *,
+        ca: str | None = None,
+        cert: tuple[str, str] | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        """``ca``: the PEM file of the CA that signed an https server's certificate (None: the system's);
+        ``cert``: a client certificate and its key, for a server that requires one (mutual TLS)."""
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.server = server.rstrip("/")
-        self._http = httpx.Client(base_url=self.server, headers=headers, timeout=timeout)
+        self._http = httpx.Client(base_url=self.server, headers=headers, timeout=timeout, verify=_tls(ca, cert))
 
     def __enter__(self) -> FedqClient:
         return self
@@ -46,7 +57,8 @@ class FedqClient:
         try:
             response = self._http.request(method, path, content=content, params=clean, headers=headers)
         except httpx.HTTPError as exc:
-            raise FedqError(0, f"cannot reach the fedq server at {self.server}: {exc}") from None
+            hint = "; pass the CA that signed its certificate: --ca FILE or FEDQ_CA" if _UNTRUSTED in str(exc) else ""
+            raise FedqError(0, f"cannot reach the fedq server at {self.server}: {exc}{hint}") from None
         if response.status_code >= 400:
             try:
                 payload = response.json()
@@ -98,13 +110,47 @@ class FedqClient:
         result: dict[str, Any] = self.request("PUT", "/v1/queues", body=tree)
         return result
 
+    def new_token(self, kind: str, name: str, ttl: str | None = None) -> dict[str, Any]:
+        """A ``tenant``, ``cluster`` (one-time join), ``admin`` or ``metrics`` token for ``name``: its id,
+        expiry and the token itself, shown this once."""
+        body: dict[str, Any] = {"ttl": ttl} if ttl else {}
+        if kind == "tenant":
+            path = f"/v1/tenants/{name}/tokens"
+        elif kind == "cluster":
+            path = f"/v1/clusters/{name}/tokens"
+        else:
+            path, body = "/v1/tokens", {**body, "kind": kind, "name": name}
+        result: dict[str, Any] = self.request("POST", path, body=body or None)
+        return result
+
     def create_tenant_token(self, tenant: str, ttl: str | None = None) -> str:
-        body = {"ttl": ttl} if ttl else None
-        return str(self.request("POST", f"/v1/tenants/{tenant}/tokens", body=body)["token"])
+        return str(self.new_token("tenant", tenant, ttl)["token"])
 
     def create_join_token(self, cluster: str, ttl: str | None = None) -> str:
-        body = {"ttl": ttl} if ttl else None
-        return str(self.request("POST", f"/v1/clusters/{cluster}/tokens", body=body)["token"])
+        return str(self.new_token("cluster", cluster, ttl)["token"])
+
+    def tokens(self, *, kind: str | None = None, name: str | None = None) -> list[dict[str, Any]]:
+        return list(self.request("GET", "/v1/tokens", params={"kind": kind, "name": name})["items"])
+
+    def revoke_token(self, token_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.request("DELETE", f"/v1/tokens/{token_id}")
+        return result
+
+
+_UNTRUSTED = "CERTIFICATE_VERIFY_FAILED"
+
+
+def _tls(ca: str | None, cert: tuple[str, str] | None) -> ssl.SSLContext | bool:
+    if ca is None and cert is None:
+        return True
+    try:
+        context = ssl.create_default_context(cafile=ca)
+        if cert is not None:
+            context.load_cert_chain(*cert)
+    except (OSError, ssl.SSLError) as exc:
+        files = ", ".join(name for name in (ca, *(cert or ())) if name)
+        raise ValueError(f"cannot use the TLS files {files}: {exc}") from None
+    return context
 
 
 def _submit_params(tenant: str | None, allow_unschedulable: bool) -> dict[str, Any]:

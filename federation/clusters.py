@@ -14,7 +14,7 @@ import structlog
 from pydantic import ValidationError
 
 from federation import keys
-from federation.auth import Role, TokenStore
+from federation.auth import TokenStore
 from federation.config import JobsConfig
 from federation.jobs import Change, JobRepository, NotFound, StoredJob, change_of, commit_batched
 from federation.lifecycle import AgentUpdate, IllegalTransition, RetryPolicy, transition
@@ -63,9 +63,9 @@ class ClusterService:
         self.retry = RetryPolicy(config.max_retries, config.backoff)
 
     async def join(self, request: JoinRequest) -> str:
-        """Spend the join token and return the cluster's long-lived credential."""
+        """Spend the join token and return the cluster's long-lived credential, which replaces any earlier one."""
         now = self.clock.now()
-        name = await self.tokens.consume_join(request.token, request.name, now)
+        name = await self.tokens.consume_join(request.token, request.name)
         if name is None:
             raise JoinRefused("join token is invalid, expired or already used: ask an admin for a new one")
         if name != request.name:
@@ -79,7 +79,7 @@ class ClusterService:
             cordoned=existing.cordoned if existing else False,
         )
         await self.store.put(keys.cluster(name), record.model_dump_json().encode())
-        return await self.tokens.issue(Role.CLUSTER, name)
+        return await self.tokens.rotate_cluster(name)
 
     async def get(self, name: str) -> ClusterRecord | None:
         kv = await self.store.get(keys.cluster(name))

@@ -6,6 +6,7 @@ before it is deployed.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -138,6 +139,58 @@ class ApiLimits(_Section):
     """Index keys one ``GET /v1/jobs`` reads at most: bounds a filtered page's work, not its size."""
 
 
+DAY = 86400.0
+DEFAULT_TOKEN_TTL = 30 * DAY
+
+
+def _ttl(value: Any) -> float:
+    """A token lifetime: a positive, finite duration ('1e400' or 'inf' would be a token that never expires)."""
+    seconds = _positive_seconds(value)
+    if not math.isfinite(seconds):
+        raise ValueError(f"must be a finite duration, e.g. 30d (got {value!r})")
+    return seconds
+
+
+class AuthConfig(_Section):
+    """How long tokens live. Every token expires but a cluster's credential, which is replaced when the
+    cluster joins again and can be revoked."""
+
+    token_ttl: float = Field(DEFAULT_TOKEN_TTL, alias="tokenTtl")
+    """Tenant, admin and metrics tokens created without a ``ttl`` of their own (and the bootstrap admin token)."""
+    join_token_ttl: float = Field(DAY, alias="joinTokenTtl")
+    """One-time cluster join tokens created without a ``ttl``."""
+    max_token_ttl: float = Field(365 * DAY, alias="maxTokenTtl")
+    """The longest ``ttl`` a token may be given."""
+
+    @field_validator("token_ttl", "join_token_ttl", "max_token_ttl", mode="before")
+    @classmethod
+    def _durations(cls, value: Any) -> float:
+        return _ttl(value)
+
+    @model_validator(mode="after")
+    def _within_max(self) -> AuthConfig:
+        for name, ttl in (("tokenTtl", self.token_ttl), ("joinTokenTtl", self.join_token_ttl)):
+            if ttl > self.max_token_ttl:
+                raise ValueError(
+                    f"{name} ({format_duration(ttl)}) must not be longer than maxTokenTtl "
+                    f"({format_duration(self.max_token_ttl)})"
+                )
+        return self
+
+    def ttl(self, value: Any) -> float:
+        """A requested ``ttl`` in seconds; ValueError says what is allowed."""
+        seconds = _ttl(value)
+        if seconds > self.max_token_ttl:
+            raise ValueError(f"must be at most {format_duration(self.max_token_ttl)} (auth.maxTokenTtl)")
+        return seconds
+
+
+class AuditConfig(_Section):
+    """Where the audit log's JSON lines go: ``stderr`` or a file path (appended to, created mode 0600)."""
+
+    log: str = Field("stderr", min_length=1)
+
+
 class FederationConfig(_Section):
     cycle_period: float = Field(1.0, alias="cyclePeriod")
     dispatch_per_cycle: int = Field(2000, alias="dispatchPerCycle", ge=1)
@@ -151,6 +204,8 @@ class FederationConfig(_Section):
     api: ApiLimits = Field(default_factory=ApiLimits)
     jobs: JobsConfig = Field(default_factory=JobsConfig)
     store: StoreUpkeepConfig = Field(default_factory=StoreUpkeepConfig)
+    auth: AuthConfig = Field(default_factory=AuthConfig)
+    audit: AuditConfig = Field(default_factory=AuditConfig)
 
     @field_validator("accounting_save_every", mode="before")
     @classmethod

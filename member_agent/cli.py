@@ -11,6 +11,7 @@ from typing import Any
 
 import structlog
 
+from federation.cli.context import ca_from, cert_from
 from federation.client import FedqClient
 from member_agent.agent import Agent
 from member_agent.backends import BACKENDS, Backend, create_backend
@@ -47,6 +48,11 @@ def _config(args: argparse.Namespace) -> AgentConfig:
         value = getattr(args, flag, None)
         if value is not None:
             overrides[field] = value
+    ca, cert = ca_from(args), cert_from(args)
+    if ca:
+        overrides["ca"] = ca
+    if cert:
+        overrides["cert"], overrides["key"] = cert
     if getattr(args, "labels", None):
         overrides["labels"] = {**config.labels, **_labels(args.labels)}
     if getattr(args, "ray_address", None):
@@ -63,7 +69,7 @@ def run_agent(
     config: AgentConfig, credential: Credential, backend: Backend, clock: Clock, stop: threading.Event
 ) -> None:
     scheduler = LocalScheduler.from_file(clock, config.scheduler)
-    with FedqClient(credential.server, credential.token) as client:
+    with FedqClient(credential.server, credential.token, ca=config.ca, cert=config.client_cert()) as client:
         agent = Agent(client, credential.cluster, backend, scheduler, clock, report_interval=config.report_interval)
         log.info("agent running", cluster=credential.cluster, backend=config.backend, server=credential.server)
         agent.run(stop)
@@ -91,7 +97,7 @@ def cmd_join(args: argparse.Namespace) -> int:
     config = _config(args)
     clock = SystemClock()  # the one clock of this agent: its backend's and its scheduler's
     with _backend(config, clock) as backend:
-        with FedqClient(config.server) as client:
+        with FedqClient(config.server, ca=config.ca, cert=config.client_cert()) as client:
             reply = client.request(
                 "POST",
                 "/v1/clusters/join",
@@ -131,6 +137,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     shared.add_argument("--report-interval", help="e.g. 2s")
     shared.add_argument("--ray-address", help="Ray cluster address (default: a local Ray)")
     shared.add_argument("--namespace", help="Kubernetes namespace for job pods")
+    shared.add_argument("--ca", help="CA file that signed an https server's certificate (env FEDQ_CA)")
+    shared.add_argument("--cert", help="client certificate, for a server that requires one (env FEDQ_CERT)")
+    shared.add_argument("--key", help="the client certificate's key (env FEDQ_KEY)")
 
     join = agent_sub.add_parser("join", parents=[shared], help="join with a one-time token, then run")
     join.add_argument("--server", required=True, help="federation API URL")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from federation.config import load_yaml_file
 from member_agent.backends import backend_name
@@ -19,6 +19,11 @@ class AgentConfig(BaseModel):
 
     name: str = ""
     server: str = "http://127.0.0.1:8080"
+    ca: str | None = None
+    """The CA file that signed an https server's certificate (``--ca``, FEDQ_CA); None: the system's CAs."""
+    cert: str | None = None
+    """A client certificate, for a server that requires one (``--cert``, FEDQ_CERT), and its ``key``."""
+    key: str | None = None
     backend: Annotated[str, AfterValidator(backend_name)] = "simulated"
     labels: dict[str, str] = Field(default_factory=dict)
     report_interval: float = Field(2.0, alias="reportInterval")
@@ -38,6 +43,15 @@ class AgentConfig(BaseModel):
         if not 0.05 <= seconds <= 60:
             raise ValueError("reportInterval must be between 50ms and 60s")
         return seconds
+
+    @model_validator(mode="after")
+    def _cert_with_key(self) -> AgentConfig:
+        if bool(self.cert) != bool(self.key):
+            raise ValueError("cert and key go together: a client certificate and its private key")
+        return self
+
+    def client_cert(self) -> tuple[str, str] | None:
+        return (self.cert, self.key) if self.cert and self.key else None
 
     def credential_path(self) -> Path:
         if self.credential_file:

@@ -10,10 +10,12 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from federation.api import routes_admin, routes_clusters, routes_jobs, routes_reports
-from federation.api.errors import install_error_handlers
+from federation.api import routes_admin, routes_clusters, routes_jobs, routes_reports, routes_tokens
+from federation.api.deps import Caller
+from federation.api.errors import ERROR_RESPONSES, install_error_handlers
 from federation.api.state import ApiMetrics, QueueTreeCache, ServerState
-from federation.auth import TokenStore
+from federation.audit import AuditLog
+from federation.auth import Role, TokenStore
 from federation.clusters import ClusterService
 from federation.config import FederationConfig
 from federation.jobs import JobRepository
@@ -32,9 +34,9 @@ def create_app(
 ) -> FastAPI:
     """Build the API over ``store``; ``queues``, when given, is applied at start-up."""
     clock = clock or SystemClock()
-    tokens = TokenStore(store, admin_token)
-    jobs = JobRepository(store)
     config = config or FederationConfig()
+    tokens = TokenStore(store, clock, admin_token, bootstrap_ttl=config.auth.token_ttl)
+    jobs = JobRepository(store)
     state = ServerState(
         store=store,
         config=config,
@@ -44,6 +46,7 @@ def create_app(
         queues=QueueTreeCache(store),
         clusters=ClusterService(store, jobs, tokens, clock, config.jobs),
         metrics=ApiMetrics(),
+        audit=AuditLog(config.audit.log, clock),
     )
 
     @asynccontextmanager
@@ -57,6 +60,7 @@ def create_app(
     install_error_handlers(app)
     app.include_router(routes_jobs.router)
     app.include_router(routes_admin.router)
+    app.include_router(routes_tokens.router)
     app.include_router(routes_clusters.router)
     app.include_router(routes_reports.router)
     quota_metrics = routes_reports.register_metrics(state)
@@ -78,9 +82,14 @@ def create_app(
         leader = None if scheduler is None else scheduler.election.is_leader
         return {"ok": True, "revision": await store.revision(), "leader": leader}
 
-    @app.get("/metrics", tags=["health"], response_class=PlainTextResponse)
-    async def metrics() -> Response:
-        await quota_metrics.refresh()  # per-tenant and per-queue gauges from the store, at most every 10 s
-        return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    @app.get("/metrics", tags=["health"], response_class=PlainTextResponse, responses=ERROR_RESPONSES)
+    async def metrics(who: Caller) -> Response:
+        """Any token scrapes the API's and the scheduler's series; the per-tenant and per-queue usage
+        series (who used what, RUP and EUP) only an admin or a metrics token."""
+        text = generate_latest(state.metrics.registry)
+        if who.role in (Role.ADMIN, Role.METRICS):
+            await quota_metrics.refresh()  # from the store, at most every 10 s
+            text += generate_latest(state.metrics.usage)
+        return Response(text, media_type=CONTENT_TYPE_LATEST)
 
     return app

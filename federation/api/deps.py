@@ -1,16 +1,20 @@
-"""Request plumbing: who is calling, and the body read within the size limit and parsed."""
+"""Request plumbing: who is calling, the audit line of what they do, and the body read within the size
+limit and parsed."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import yaml
 from fastapi import Depends, Request
+from fastapi.exceptions import RequestValidationError
 
 from federation.api.errors import ApiError
 from federation.api.state import ServerState
-from federation.auth import Principal, Role
+from federation.auth import Principal, Role, TokenRefused
 
 
 def server_state(request: Request) -> ServerState:
@@ -26,13 +30,49 @@ async def principal(request: Request, state: State) -> Principal:
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise ApiError(401, "missing bearer token: pass --token or set FEDQ_TOKEN", [])
-    who = await state.tokens.resolve(token.strip(), state.clock.now())
-    if who is None or who.role is Role.JOIN:
-        raise ApiError(401, "invalid or expired token")
+    try:
+        who = await state.tokens.resolve(token.strip())
+    except TokenRefused as exc:
+        raise ApiError(401, str(exc)) from None
+    if who.role is Role.JOIN:
+        raise ApiError(401, "a join token only joins its cluster: pass it to `fedq agent join --token`")
     return who
 
 
 Caller = Annotated[Principal, Depends(principal)]
+
+
+@dataclass
+class AuditEntry:
+    """An audit line's ``target``: the route's path and query parameters, and what the handler adds."""
+
+    target: dict[str, Any] = field(default_factory=dict)
+
+
+def audited(action: str, *, admin_only: bool = False) -> Callable[..., AsyncIterator[AuditEntry]]:
+    """A dependency writing one audit line for the request once it is answered, refused or failed
+    (``admin_only``: only when the caller is an admin). A request without a valid token never gets
+    this far: the 401 is counted in ``fedq_api_rejections_total``, not audited."""
+
+    async def entry(request: Request, state: State, who: Caller) -> AsyncIterator[AuditEntry]:
+        line = AuditEntry({**request.path_params, **request.query_params})
+        if admin_only and not who.is_admin:
+            yield line
+            return
+        try:
+            yield line
+        except ApiError as exc:
+            state.audit.write(who, action, line.target, status=exc.status, error=exc.message)
+            raise
+        except RequestValidationError:
+            state.audit.write(who, action, line.target, status=422, error="invalid request parameters")
+            raise
+        except Exception as exc:
+            state.audit.write(who, action, line.target, error=f"{type(exc).__name__}: {exc}")
+            raise
+        state.audit.write(who, action, line.target)
+
+    return entry
 
 
 def require_admin(who: Principal) -> None:

@@ -1,18 +1,16 @@
-"""``/v1/queues`` and ``/v1/tenants``: the queue tree and tenant tokens."""
+"""``/v1/queues``: the queue tree with its counts, and applying one."""
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from pydantic import ValidationError
 
-from federation.api.deps import Caller, State, read_document, require_admin
+from federation.api.deps import AuditEntry, Caller, State, audited, read_document, require_admin
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid
-from federation.auth import Role
-from federation.models import JobState, QueueNode, QueueTree, QueueTreeConfig, check_tenant_name
-from policies.units import parse_duration
+from federation.models import JobState, QueueNode, QueueTree, QueueTreeConfig
 
 router = APIRouter(tags=["queues"], responses=ERROR_RESPONSES)
 
@@ -64,7 +62,9 @@ async def get_queues(state: State, who: Caller) -> dict[str, Any]:
 
 
 @router.put("/v1/queues")
-async def put_queues(request: Request, state: State, who: Caller) -> dict[str, Any]:
+async def put_queues(
+    request: Request, state: State, who: Caller, audit: Annotated[AuditEntry, Depends(audited("queues.apply"))]
+) -> dict[str, Any]:
     require_admin(who)
     doc = await read_document(request, state.config.api.max_body_bytes)
     try:
@@ -85,34 +85,5 @@ async def put_queues(request: Request, state: State, who: Caller) -> dict[str, A
             ],
         )
     tree = await state.queues.apply(config)
+    audit.target["queues"] = sorted(tree.nodes)
     return {"applied": sorted(tree.nodes)}
-
-
-@router.post("/v1/tenants/{name}/tokens", status_code=201, tags=["tenants"])
-async def create_tenant_token(name: str, request: Request, state: State, who: Caller) -> dict[str, Any]:
-    require_admin(who)
-    try:
-        check_tenant_name(name)
-    except ValueError as exc:
-        raise ApiError(422, str(exc), [{"field": "name", "message": str(exc)}]) from None
-    expires_at = await token_expiry(request, state)
-    token = await state.tokens.issue(Role.TENANT, name, expires_at=expires_at)
-    return {"tenant": name, "token": token, "expires_at": expires_at}
-
-
-async def token_expiry(request: Request, state: State) -> float | None:
-    """An optional ``{"ttl": "30d"}`` body turns into an absolute expiry time."""
-    if not (await request.body()).strip():
-        return None
-    doc = await read_document(request, 4096)
-    if not isinstance(doc, dict) or set(doc) - {"ttl"}:
-        raise ApiError(422, 'body may only hold {"ttl": "30d"}', [{"field": "ttl", "message": "unknown fields"}])
-    if doc.get("ttl") is None:
-        return None
-    try:
-        ttl = parse_duration(doc["ttl"])
-    except ValueError as exc:
-        raise ApiError(422, str(exc), [{"field": "ttl", "message": str(exc)}]) from None
-    if ttl <= 0:
-        raise ApiError(422, "ttl must be positive", [{"field": "ttl", "message": "must be positive"}])
-    return state.clock.now() + ttl

@@ -4,53 +4,40 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from pydantic import ValidationError
 
-from federation.api.deps import Caller, State, read_document, require_admin
+from federation.api.deps import Caller, State, audited, read_document, require_admin
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid
-from federation.api.routes_admin import token_expiry
-from federation.auth import Role
+from federation.api.routes_tokens import Issue, checked_name, issue_for
+from federation.auth import Principal, Role, id_of
 from federation.clusters import JoinRefused, ReportTooLarge, UnknownCluster
 from federation.models.cluster import ClusterReport, JoinRequest, summed
-from federation.models.queue import check_tenant_name
 
 router = APIRouter(prefix="/v1/clusters", tags=["clusters"], responses=ERROR_RESPONSES)
 
 
-def _cluster_name(name: str) -> str:
-    try:
-        return check_tenant_name(name)
-    except ValueError:
-        raise ApiError(
-            422,
-            f"invalid cluster name {name!r}: lower-case letters, digits, '-', '_', '.'",
-            [{"field": "name", "message": "invalid cluster name"}],
-        ) from None
-
-
 @router.post("/{name}/tokens", status_code=201)
-async def create_join_token(name: str, request: Request, state: State, who: Caller) -> dict[str, Any]:
-    require_admin(who)
-    _cluster_name(name)
-    expires_at = await token_expiry(request, state)
-    token = await state.tokens.issue(Role.JOIN, name, expires_at=expires_at)
-    return {"cluster": name, "token": token, "expires_at": expires_at}
+async def create_join_token(name: str, request: Request, state: State, who: Caller, audit: Issue) -> dict[str, Any]:
+    return await issue_for(Role.JOIN, name, request, state, who, audit)
 
 
 @router.post("/join", status_code=201)
 async def join(request: Request, state: State) -> dict[str, Any]:
-    """Unauthenticated except by the one-time join token in the body."""
+    """Unauthenticated except by the one-time join token in the body. The cluster's new credential
+    replaces any it had: an earlier one stops working at once."""
     doc = await read_document(request, 64 * 1024)
     try:
         body = JoinRequest.model_validate(doc)
     except ValidationError as exc:
         raise invalid(exc, "join request") from None
-    _cluster_name(body.name)
+    checked_name(body.name, "cluster")
     try:
         credential = await state.clusters.join(body)
-    except JoinRefused as exc:
+    except JoinRefused as exc:  # no valid token: not audited, as no request without one is
         raise ApiError(401, str(exc)) from None
+    joined = Principal(Role.JOIN, body.name, id_of(body.token))
+    state.audit.write(joined, "cluster.join", {"name": body.name, "credential": id_of(credential)})
     return {"cluster": body.name, "credential": credential}
 
 
@@ -100,7 +87,7 @@ async def list_clusters(state: State, who: Caller) -> dict[str, Any]:
     return {"items": items}
 
 
-async def _cordon(name: str, state: State, who: Caller, cordoned: bool) -> dict[str, Any]:
+async def _cordon(name: str, state: State, who: Principal, cordoned: bool) -> dict[str, Any]:
     require_admin(who)
     try:
         record = await state.clusters.set_cordon(name, cordoned)
@@ -109,11 +96,11 @@ async def _cordon(name: str, state: State, who: Caller, cordoned: bool) -> dict[
     return {"name": record.name, "cordoned": record.cordoned}
 
 
-@router.post("/{name}/cordon")
+@router.post("/{name}/cordon", dependencies=[Depends(audited("cluster.cordon"))])
 async def cordon(name: str, state: State, who: Caller) -> dict[str, Any]:
     return await _cordon(name, state, who, True)
 
 
-@router.post("/{name}/uncordon")
+@router.post("/{name}/uncordon", dependencies=[Depends(audited("cluster.uncordon"))])
 async def uncordon(name: str, state: State, who: Caller) -> dict[str, Any]:
     return await _cordon(name, state, who, False)

@@ -6,11 +6,11 @@ import base64
 from collections import Counter
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from federation.api.admission import JoinedClusters
-from federation.api.deps import Caller, State, read_document
+from federation.api.deps import Caller, State, audited, read_document
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid, summary
 from federation.auth import Principal, Role
 from federation.explain import explain
@@ -108,7 +108,7 @@ def _check_against_tree(manifest: JobManifest, tenant: str, tree: QueueTree, sta
         )
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, dependencies=[Depends(audited("job.submit", admin_only=True))])
 async def submit(
     request: Request,
     state: State,
@@ -262,7 +262,7 @@ async def explain_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
     )
 
 
-@router.delete("/{job_id}", status_code=200)
+@router.delete("/{job_id}", status_code=200, dependencies=[Depends(audited("job.cancel"))])
 async def cancel_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
     """Queued jobs are cancelled at once; running ones are marked and stopped by their cluster's agent."""
     for _ in range(5):

@@ -139,13 +139,13 @@ async def userprio(
 
 
 class QuotaMetrics:
-    """The per-tenant and per-queue gauges on the app's registry; ``refresh`` before each scrape."""
+    """The per-tenant and per-queue gauges on the app's usage registry; ``refresh`` before each scrape."""
 
     def __init__(self, state: ServerState) -> None:
         self.state = state
         self.collector = QuotaCollector()
         self._refreshed = float("-inf")
-        state.metrics.registry.register(self.collector)
+        state.metrics.usage.register(self.collector)
 
     async def refresh(self) -> None:
         now = self.state.clock.now()

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from federation import keys
+from federation.audit import AuditLog
 from federation.auth import TokenStore
 from federation.clusters import ClusterService
 from federation.config import FederationConfig
@@ -18,7 +19,11 @@ from policies.clock import Clock
 
 @dataclass
 class ApiMetrics:
+    """``registry``: what any token may scrape; ``usage``: the per-tenant and per-queue usage series
+    (RUP, EUP, shares), for admin and metrics tokens only."""
+
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    usage: CollectorRegistry = field(default_factory=CollectorRegistry)
 
     def __post_init__(self) -> None:
         self.submitted = Counter("fedq_jobs_submitted", "Jobs accepted by the API", ["queue"], registry=self.registry)
@@ -60,3 +65,4 @@ class ServerState:
     queues: QueueTreeCache
     clusters: ClusterService
     metrics: ApiMetrics
+    audit: AuditLog

@@ -1,4 +1,4 @@
-"""``fedq queues [apply FILE]`` and ``fedq token create``."""
+"""``fedq queues [apply FILE]``, ``fedq clusters [cordon|uncordon NAME]`` and ``fedq token create|list|revoke``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from federation.cli.context import client_from, output_of
 from federation.cli.output import emit
 from federation.config import load_yaml_file
-from policies.format import format_labels, format_resources, format_span
+from policies.format import format_labels, format_resources, format_span, format_when
 
 
 def _flatten(nodes: list[dict[str, Any]], depth: int = 0) -> list[list[Any]]:
@@ -48,20 +48,61 @@ def cmd_queues(args: argparse.Namespace) -> int:
     return 0
 
 
+_KINDS = ("tenant", "cluster", "admin", "metrics")
+
+
 def cmd_token_create(args: argparse.Namespace) -> int:
+    kind = next(kind for kind in _KINDS if getattr(args, kind))
     with client_from(args) as client:
-        if args.tenant:
-            token = client.create_tenant_token(args.tenant, args.ttl)
-            subject = {"tenant": args.tenant}
-        else:
-            token = client.create_join_token(args.cluster, args.ttl)
-            subject = {"cluster": args.cluster}
+        made = client.new_token(kind, getattr(args, kind), args.ttl)
     emit(
-        {**subject, "token": token},
+        made,
         output_of(args),
-        columns=["FOR", "TOKEN"],
-        rows=[[next(iter(subject.values())), token]],
+        columns=["KIND", "FOR", "ID", "EXPIRES", "TOKEN"],
+        rows=[
+            [
+                made["kind"],
+                made["name"],
+                made["id"],
+                format_when(made["expires_at"], args.now, local=True),
+                made["token"],
+            ]
+        ],
     )
+    return 0
+
+
+def _token_rows(items: list[dict[str, Any]], now: float) -> list[list[Any]]:
+    def when(timestamp: float | None) -> str:
+        return "" if timestamp is None else format_when(timestamp, now, local=True)
+
+    return [
+        [
+            t["id"],
+            t["kind"],
+            t["name"],
+            t["state"] if t["revoked_because"] is None else f"{t['state']} ({t['revoked_because']})",
+            when(t["created_at"]),
+            when(t["revoked_at"] or t["expires_at"]) or "never",
+        ]
+        for t in items
+    ]
+
+
+_TOKEN_COLUMNS = ["ID", "KIND", "FOR", "STATE", "CREATED", "ENDS"]
+
+
+def cmd_token_list(args: argparse.Namespace) -> int:
+    with client_from(args) as client:
+        items = client.tokens(kind=args.kind, name=args.name)
+    emit({"items": items}, output_of(args), columns=_TOKEN_COLUMNS, rows=_token_rows(items, args.now))
+    return 0
+
+
+def cmd_token_revoke(args: argparse.Namespace) -> int:
+    with client_from(args) as client:
+        revoked = client.revoke_token(args.id)
+    emit(revoked, output_of(args), columns=_TOKEN_COLUMNS, rows=_token_rows([revoked], args.now))
     return 0
 
 
@@ -113,11 +154,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     clusters.add_argument("name", nargs="?")
     clusters.set_defaults(func=cmd_clusters)
 
-    token = sub.add_parser("token", parents=[common], help="create tenant tokens and cluster join tokens")
+    token = sub.add_parser("token", parents=[common], help="create, list and revoke tokens (admin)")
     token_sub = token.add_subparsers(dest="token_action", required=True)
-    create = token_sub.add_parser("create", parents=[common], help="create a token (admin)")
+    create = token_sub.add_parser("create", parents=[common], help="create a token; it is shown this once")
     who = create.add_mutually_exclusive_group(required=True)
     who.add_argument("--tenant", help="a tenant API token")
     who.add_argument("--cluster", help="a one-time join token for a member cluster")
-    create.add_argument("--ttl", help="expire after e.g. 30d")
+    who.add_argument(
+        "--admin", nargs="?", const="admin", metavar="NAME", help="an admin token, named for its holder (rotation)"
+    )
+    who.add_argument("--metrics", metavar="NAME", help="a token that reads /metrics and nothing else")
+    create.add_argument("--ttl", help="expire after e.g. 7d (default: the server's auth.tokenTtl or joinTokenTtl)")
     create.set_defaults(func=cmd_token_create)
+    listing = token_sub.add_parser("list", parents=[common], help="tokens with their ids and times, never the secret")
+    listing.add_argument("--kind", choices=["admin", "metrics", "tenant", "cluster", "join"])
+    listing.add_argument("--name", help="only the tokens of this tenant, cluster or holder")
+    listing.set_defaults(func=cmd_token_list)
+    revoke = token_sub.add_parser("revoke", parents=[common], help="revoke a token by its id: it stops at once")
+    revoke.add_argument("id", help="the token's id, from `fedq token list` or `fedq token create`")
+    revoke.set_defaults(func=cmd_token_revoke)

@@ -15,6 +15,13 @@ def common_options() -> argparse.ArgumentParser:
     common.add_argument("--server", default=argparse.SUPPRESS, help="API URL (env FEDQ_SERVER)")
     common.add_argument("--token", default=argparse.SUPPRESS, help="bearer token (env FEDQ_TOKEN)")
     common.add_argument(
+        "--ca", default=argparse.SUPPRESS, help="CA file that signed an https server's certificate (env FEDQ_CA)"
+    )
+    common.add_argument(
+        "--cert", default=argparse.SUPPRESS, help="client certificate, for a server that requires one (env FEDQ_CERT)"
+    )
+    common.add_argument("--key", default=argparse.SUPPRESS, help="the client certificate's key (env FEDQ_KEY)")
+    common.add_argument(
         "--output", "-o", choices=["table", "json", "yaml"], default=argparse.SUPPRESS, help="output format"
     )
     return common
@@ -23,7 +30,21 @@ def common_options() -> argparse.ArgumentParser:
 def client_from(args: argparse.Namespace) -> FedqClient:
     server = getattr(args, "server", None) or os.environ.get("FEDQ_SERVER") or DEFAULT_SERVER
     token = getattr(args, "token", None) or os.environ.get("FEDQ_TOKEN")
-    return FedqClient(server, token)
+    return FedqClient(server, token, ca=ca_from(args), cert=cert_from(args))
+
+
+def ca_from(args: argparse.Namespace) -> str | None:
+    """``--ca`` or FEDQ_CA: the CA to trust for an https server (none: the system's)."""
+    return getattr(args, "ca", None) or os.environ.get("FEDQ_CA") or None
+
+
+def cert_from(args: argparse.Namespace) -> tuple[str, str] | None:
+    """``--cert``/``--key`` or FEDQ_CERT/FEDQ_KEY: a client certificate for a server that requires one."""
+    cert = getattr(args, "cert", None) or os.environ.get("FEDQ_CERT")
+    key = getattr(args, "key", None) or os.environ.get("FEDQ_KEY")
+    if bool(cert) != bool(key):
+        raise ValueError("--cert and --key (FEDQ_CERT and FEDQ_KEY) go together: a certificate and its key")
+    return (cert, key) if cert and key else None
 
 
 def output_of(args: argparse.Namespace) -> str:

@@ -35,14 +35,19 @@ QUEUES = {
 
 @asynccontextmanager
 async def serving(
-    store: Store, clock: ManualClock, limits: dict[str, object] | None = None, jobs: dict[str, object] | None = None
+    store: Store,
+    clock: ManualClock,
+    limits: dict[str, object] | None = None,
+    jobs: dict[str, object] | None = None,
+    sections: dict[str, object] | None = None,
 ) -> AsyncIterator[Api]:
     """The API over ``store`` with the test tree applied and a token per tenant; ``limits`` adds to ``api:``,
-    ``jobs`` is the ``jobs:`` section."""
+    ``jobs`` is the ``jobs:`` section and ``sections`` any others (``auth``, ``audit``)."""
     config = FederationConfig.model_validate(
         {
             "api": {"maxBodyBytes": 65536, "maxArrayCount": 100, "maxJobsPerRequest": 50, **(limits or {})},
             "jobs": jobs or {},
+            **(sections or {}),
         }
     )
     app = create_app(store, admin_token=ADMIN, config=config, clock=clock)
@@ -73,9 +78,12 @@ ApiFactory = Callable[..., AbstractAsyncContextManager[Api]]
 @pytest.fixture
 def api_on(store: Store) -> ApiFactory:
     """``async with api_on(**limits) as api``: the API over each backend (memory, and real etcd with
-    small range pages), with API limits of the test's own (and ``jobs``, the ``jobs:`` section)."""
+    small range pages), with API limits of the test's own (and ``jobs``, the ``jobs:`` section, and
+    ``sections``, any others)."""
 
-    def make(jobs: dict[str, object] | None = None, **limits: object) -> AbstractAsyncContextManager[Api]:
-        return serving(store, ManualClock(START), limits, jobs)
+    def make(
+        jobs: dict[str, object] | None = None, sections: dict[str, object] | None = None, **limits: object
+    ) -> AbstractAsyncContextManager[Api]:
+        return serving(store, ManualClock(START), limits, jobs, sections)
 
     return make

@@ -24,7 +24,11 @@ class Api:
     tokens: dict[str, str]
 
     def auth(self, who: str) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.tokens[who]}"}
+        return bearer(self.tokens[who])
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
 
 
 NODE = {"name": "n1", "allocatable": {"cpu": 8, "memory": "32Gi"}, "free": {"cpu": 8, "memory": "32Gi"}}

@@ -136,8 +136,8 @@ CASES: list[tuple[str, str | None, str, str, Any, int, str]] = [
     ),
     ("oversized-body", "alice", "POST", "/v1/jobs", b"{" + b" " * 70000 + b"}", 413, "over the limit of 65536 bytes"),
     ("missing-token", None, "POST", "/v1/jobs", job_spec(), 401, "missing bearer token"),
-    ("wrong-token", "nobody", "POST", "/v1/jobs", job_spec(), 401, "invalid or expired token"),
-    ("expired-token", "expired", "POST", "/v1/jobs", job_spec(), 401, "invalid or expired token"),
+    ("wrong-token", "nobody", "POST", "/v1/jobs", job_spec(), 401, "unknown token: check --token or FEDQ_TOKEN"),
+    ("expired-token", "expired", "POST", "/v1/jobs", job_spec(), 401, "ask an admin for a new one"),
     (
         "queue-not-allowed",
         "carol",

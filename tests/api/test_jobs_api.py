@@ -92,7 +92,7 @@ async def test_queue_view_counts_pending_jobs(api: Api) -> None:
 async def test_health_metrics_and_openapi(api: Api) -> None:
     assert (await api.http.get("/healthz")).json()["ok"] is True
     await api.http.post("/v1/jobs", json=job_spec(), headers=api.auth("alice"))
-    metrics = (await api.http.get("/metrics")).text
+    metrics = (await api.http.get("/metrics", headers=api.auth("admin"))).text
     assert 'fedq_jobs_submitted_total{queue="research.vision"} 1.0' in metrics
     paths = (await api.http.get("/openapi.json")).json()["paths"]
     assert {"/v1/jobs", "/v1/jobs/{job_id}", "/v1/queues", "/v1/tenants/{name}/tokens"} <= set(paths)

@@ -165,7 +165,7 @@ async def test_prometheus_metrics_per_tenant_and_queue(reports_api: ReportsApi) 
     state = replace(reports_api.app.state.fedq, metrics=ApiMetrics())  # a registry of this test's own
     metrics = register_metrics(state)
     await metrics.refresh()
-    text = generate_latest(state.metrics.registry).decode()
+    text = generate_latest(state.metrics.usage).decode()  # the registry only admin and metrics tokens scrape
     assert 'fedq_tenant_allocated{resource="cpu",tenant="alice"} 50.0' in text
     assert 'fedq_tenant_share{tenant="dave"} 0.25' in text
     assert 'fedq_queue_pending{queue="research.vision"} 1.0' in text

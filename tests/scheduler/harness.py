@@ -7,7 +7,6 @@ runs one round: agents report, the scheduler catches up and cycles, agents act o
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from federation.auth import Role, TokenStore
@@ -33,7 +32,7 @@ class Harness:
         self.config = FederationConfig.model_validate(config)
         self.queues = QueueTreeConfig.model_validate(queues)
         self.jobs = JobRepository(store)
-        self.tokens = TokenStore(store, f"fedq_admin_{uuid.uuid4().hex}")
+        self.tokens = TokenStore(store, self.clock)
         self.clusters = ClusterService(store, self.jobs, self.tokens, self.clock)
         self.service = SchedulerService(store, self.config, self.clock, save_every=0)
         self.agents: dict[str, Agent] = {}

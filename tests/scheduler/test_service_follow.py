@@ -218,7 +218,7 @@ async def test_its_own_commit_arriving_on_the_watch_first_is_applied_without_par
     clock = ManualClock(1000.0)
     store = EchoFirstStore(clock=clock)
     service = await leading(store, clock)
-    tokens = TokenStore(store, "fedq_admin_echo")
+    tokens = TokenStore(store, clock)
     clusters = ClusterService(store, JobRepository(store), tokens, clock)
     await clusters.join(JoinRequest(token=await tokens.issue(Role.JOIN, "c1"), name="c1"))
     node = NodeReport(name="n", allocatable={"cpu": 4.0}, free={"cpu": 4.0})
