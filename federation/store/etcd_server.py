@@ -151,7 +151,6 @@ class EtcdCluster:
             client, peer = (ports[0] or next(free), ports[1] or next(free)) if i == 0 else (next(free), next(free))
             log = self._workdir / f"{member_name}.log"
             self.members.append(_Member(member_name, host, client, peer, member_dir, log))
-        self.secure = secure
         self.user = user
         self._prefixes = tuple(prefixes)
         self._quota_backend_bytes = quota_backend_bytes
