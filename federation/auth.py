@@ -43,9 +43,11 @@ class Role(StrEnum):
 
 @dataclass(frozen=True)
 class Principal:
+    """Who a request is from; ``token_id`` names the token in the audit log."""
+
     role: Role
     name: str
-    token_id: str = ""
+    token_id: str
 
     @property
     def is_admin(self) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ from federation.cli.server import etcd_flags
 
 if TYPE_CHECKING:
     from federation.store import EtcdConnection
+    from federation.tls import KeyPair
 
 T = TypeVar("T")
 
@@ -104,14 +106,20 @@ class ServerProcess(FedqProcess):
         *,
         port: int | None = None,
         env: dict[str, str] | None = None,
+        tls: tuple[KeyPair, Path] | None = None,
     ) -> None:
+        """``tls``: serve https with this certificate, which the CA file next to it signed."""
         self.port = port or free_port()
+        self.ca = None if tls is None else tls[1]
         store, etcd_env = etcd_flags(etcd) if etcd is not None else (["--store", "memory"], {})
-        super().__init__(["server", *store, "--port", str(self.port), *extra], log, {**etcd_env, **(env or {})})
+        served = [] if tls is None else ["--tls-cert", str(tls[0].cert), "--tls-key", str(tls[0].key)]
+        super().__init__(
+            ["server", *store, "--port", str(self.port), *served, *extra], log, {**etcd_env, **(env or {})}
+        )
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'http' if self.ca is None else 'https'}://127.0.0.1:{self.port}"
 
     def start(self) -> ServerProcess:
         super().start()
@@ -120,7 +128,8 @@ class ServerProcess(FedqProcess):
             if not self.alive:
                 raise RuntimeError(f"fedq server exited:\n{self.log()}")
             try:
-                return httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200
+                verify = True if self.ca is None else ssl.create_default_context(cafile=self.ca)
+                return httpx.get(f"{self.url}/healthz", timeout=1, verify=verify).status_code == 200
             except httpx.HTTPError:
                 return False
 

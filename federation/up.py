@@ -132,6 +132,7 @@ def _check_port_free(port: int) -> None:
 def run_up(args: argparse.Namespace) -> int:
     from federation.launcher import FedqProcess, ServerProcess, wait_until  # with the store: ~0.2 s of start-up
     from federation.store import EtcdServer
+    from federation.tls import LOOPBACK_NAMES, ThrowawayCA
     from policies.clock import SystemClock
 
     _check_port_free(args.port)
@@ -146,12 +147,20 @@ def run_up(args: argparse.Namespace) -> int:
             etcd = stack.enter_context(EtcdServer(work / "etcd", clock=SystemClock()))
             connection = etcd.connection
             console.print(f"etcd {etcd.endpoint} as user {etcd.user} (data in {work / 'etcd'}, TLS in {etcd.tls_dir})")
+        api_ca = ThrowawayCA(work / "api-tls", SystemClock().now())  # the API is https too, on a CA of this run
+        served = api_ca.issue("fedq-api", hosts=LOOPBACK_NAMES, server=True)
+        env["FEDQ_CA"] = str(api_ca.cert)  # for the agents
         server = ServerProcess(
-            connection, work / "server.log", ["--queues", str(CONFIGS / "queues.yaml")], port=args.port, env=env
+            connection,
+            work / "server.log",
+            ["--queues", str(CONFIGS / "queues.yaml")],
+            port=args.port,
+            env=env,
+            tls=(served, api_ca.cert),
         )
         stack.enter_context(server)
-        console.print(f"federation server {server.url} (log {work / 'server.log'})")
-        client = stack.enter_context(FedqClient(server.url, admin))
+        console.print(f"federation server {server.url} (log {work / 'server.log'}, its CA {api_ca.cert})")
+        client = stack.enter_context(FedqClient(server.url, admin, ca=str(api_ca.cert)))
         for name in args.agents:
             token = client.create_join_token(name)
             agent = FedqProcess(
@@ -200,7 +209,7 @@ def run_up(args: argparse.Namespace) -> int:
             rows=tenant_report(client, owners),
         )
         unfinished = [job["id"] for job in jobs if job["state"] not in TERMINAL]
-        console.print(f"\nfedq is up: export FEDQ_SERVER={server.url} FEDQ_TOKEN={admin}")
+        console.print(f"\nfedq is up: export FEDQ_SERVER={server.url} FEDQ_TOKEN={admin} FEDQ_CA={api_ca.cert}")
         console.print(
             "try: fedq jobs | fedq clusters | fedq queues | fedq explain ID | fedq report quota | fedq report userprio"
         )

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import os
 import secrets
+import ssl
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,6 +58,15 @@ def etcd_flags(connection: EtcdConnection) -> tuple[list[str], dict[str, str]]:
     return flags, env
 
 
+def check_api_tls(args: argparse.Namespace) -> None:
+    """``--tls-cert``/``--tls-key`` serve https; ``--ca`` also requires every client to present a certificate
+    that CA signed (mutual TLS); none of them: plain http, for loopback only."""
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise ValueError("--tls-cert and --tls-key go together: the server's certificate and its private key")
+    if args.ca and not args.tls_cert:
+        raise ValueError("--ca (clients' certificates must be signed by it) needs --tls-cert and --tls-key")
+
+
 async def serve(args: argparse.Namespace) -> None:
     # Imported here, not at the top: the web stack, the store client and the scheduler take most of a
     # second to load, which every other ``fedq`` command would pay at start-up.
@@ -71,6 +81,7 @@ async def serve(args: argparse.Namespace) -> None:
     from policies.clock import SystemClock
 
     config = load_federation_config(args.config)
+    check_api_tls(args)
     queues = QueueTreeConfig.model_validate(load_yaml_file(args.queues)) if args.queues else None
     token, generated = admin_token_from_env()
     if generated:
@@ -79,7 +90,18 @@ async def serve(args: argparse.Namespace) -> None:
     store = open_store(target, prefix=args.prefix, clock=SystemClock())
     clock = SystemClock()
     app = create_app(store, admin_token=token, config=config, clock=clock, queues=queues)
-    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+            ssl_certfile=args.tls_cert,
+            ssl_keyfile=args.tls_key,
+            ssl_ca_certs=args.ca,
+            ssl_cert_reqs=ssl.CERT_REQUIRED if args.ca else ssl.CERT_NONE,
+        )
+    )
     stop = asyncio.Event()
     scheduler = None
     if not args.no_scheduler:
@@ -118,6 +140,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     server.add_argument("--etcd-user", help=f"etcd user; its password is read from {ETCD_PASSWORD_ENV}")
     server.add_argument("--prefix", default="/fedq/", help="key prefix in the store")
     server.add_argument("--host", default="127.0.0.1")
+    server.add_argument("--tls-cert", metavar="FILE", help="serve https with this certificate (PEM, with its chain)")
+    server.add_argument("--tls-key", metavar="FILE", help="the --tls-cert certificate's private key")
+    server.add_argument(
+        "--ca", metavar="FILE", help="require every client to present a certificate this CA signed (mutual TLS)"
+    )
     server.add_argument("--port", type=int, default=8080)
     server.add_argument("--queues", help="queue tree YAML to apply at start-up")
     server.add_argument("--config", help="federation.yaml")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
 from contextlib import ExitStack
@@ -13,19 +14,23 @@ import yaml
 from federation.client import FedqClient
 from federation.launcher import FedqProcess, ServerProcess, wait_until
 from federation.store import EtcdConnection
+from federation.tls import LOOPBACK_NAMES, ThrowawayCA
 from tests.e2e.support import ADMIN_TOKEN, REPO
 
 FAST = {"cyclePeriod": "200ms", "cluster": {"lostAfter": "3s", "requeueAfter": "6s"}}
 
 
 class Federation:
-    """Server (own key prefix on the shared etcd) plus agents; everything stopped by ``close``."""
+    """Server (own key prefix on the shared etcd, the API over https from a throwaway CA) plus agents;
+    everything stopped by ``close``."""
 
     def __init__(self, etcd: EtcdConnection, work: Path, config: dict[str, Any] | None = None) -> None:
         self.work = work
         self.stack = ExitStack()
         config_file = work / "federation.yaml"
         config_file.write_text(yaml.safe_dump(config or FAST))
+        ca = ThrowawayCA(work / "api-tls", time.time())  # TLS checks certificates against the wall clock
+        self.ca = str(ca.cert)
         self.server = ServerProcess(
             etcd,
             work / "server.log",
@@ -38,9 +43,10 @@ class Federation:
                 f"/e2e-{uuid.uuid4().hex}/",
             ],
             env={"FEDQ_ADMIN_TOKEN": ADMIN_TOKEN},
+            tls=(ca.issue("fedq-api", hosts=LOOPBACK_NAMES, server=True), ca.cert),
         )
         self.stack.enter_context(self.server)
-        self.admin = self.stack.enter_context(FedqClient(self.server.url, ADMIN_TOKEN))
+        self.admin = self.stack.enter_context(FedqClient(self.server.url, ADMIN_TOKEN, ca=self.ca))
         self.agents: dict[str, FedqProcess] = {}
 
     def agent_args(self, name: str, backend: str, extra: Sequence[str]) -> list[str]:
@@ -53,6 +59,8 @@ class Federation:
             "200ms",
             "--credential-file",
             str(self.work / f"{name}.json"),
+            "--ca",
+            self.ca,
             *extra,
         ]
 

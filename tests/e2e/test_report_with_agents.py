@@ -44,7 +44,7 @@ def test_quota_report_in_table_json_and_csv(etcd_server: EtcdServer, tmp_path: P
 
         def report(*args: str) -> str:
             window = ("--since", "1h", "--until", until)
-            return cli("report", "quota", *window, *args, token=ADMIN_TOKEN, server=server).stdout
+            return cli("report", "quota", *window, *args, "--ca", fed.ca, token=ADMIN_TOKEN, server=server).stdout
 
         def used(doc: dict, tenant: str) -> float:
             row = next(r for r in doc["tenants"] if r["tenant"] == tenant)
@@ -74,7 +74,9 @@ def test_quota_report_in_table_json_and_csv(etcd_server: EtcdServer, tmp_path: P
         table = report()
         assert "alice" in table and "bob" in table
         bob_token = fed.admin.create_tenant_token("bob")
-        refused = cli("report", "quota", "--tenant", "alice", token=bob_token, server=server, check=False)
+        refused = cli(
+            "report", "quota", "--tenant", "alice", "--ca", fed.ca, token=bob_token, server=server, check=False
+        )
         assert refused.returncode == 1 and "403" in refused.stderr
     finally:
         fed.close()

@@ -47,8 +47,8 @@ def test_cli_round_trip_and_restart_keeps_acknowledged_jobs(tmp_path: Path) -> N
             table = cli("jobs", token=alice, server=server.url).stdout
             assert first in table and "hello" in table
 
-            def scraped() -> str | None:  # the scheduler's metrics share the API's /metrics
-                text = httpx.get(f"{server.url}/metrics", timeout=10).text
+            def scraped() -> str | None:  # the scheduler's metrics share the API's /metrics (behind a token)
+                text = httpx.get(f"{server.url}/metrics", headers={"Authorization": f"Bearer {alice}"}, timeout=10).text
                 return text if "fedq_scheduler_leader 1.0" in text else None
 
             assert "fedq_scheduler_cycle_seconds_count" in wait_until(scraped, 30, "the scheduler's metrics")

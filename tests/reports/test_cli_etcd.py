@@ -91,7 +91,7 @@ async def populate(etcd: EtcdConnection, prefix: str) -> float:
         acct = accountant(clock, t0=t0)
         clock.set(now)
         await acct.save(store)
-        service = ClusterService(store, repository, TokenStore(store, ADMIN), SystemClock())
+        service = ClusterService(store, repository, TokenStore(store, SystemClock()), SystemClock())
         for name, cores in (("east", 30.0), ("west", 20.0)):
             await store.put(keys.cluster(name), ClusterRecord(name=name, joined_at=now).model_dump_json().encode())
             node = NodeReport(name=f"{name}-n", count=2, allocatable={"cpu": cores}, free={})
