@@ -22,11 +22,6 @@ def fits(req: Mapping[str, float], avail: Mapping[str, float]) -> bool:
     return True
 
 
-def lacking(req: Mapping[str, float], avail: Mapping[str, float]) -> list[str]:
-    """Names of the resources ``avail`` is short of: what a 'why not' reason reports."""
-    return [name for name, qty in req.items() if qty > avail.get(name, 0.0) + EPS]
-
-
 def add(a: Mapping[str, float], b: Mapping[str, float]) -> Resources:
     out = dict(a)
     iadd(out, b)
@@ -70,14 +65,6 @@ def minimum(a: Mapping[str, float], b: Mapping[str, float]) -> Resources:
 
 def maximum(a: Mapping[str, float], b: Mapping[str, float]) -> Resources:
     return {name: max(a.get(name, 0.0), b.get(name, 0.0)) for name in set(a) | set(b)}
-
-
-def clamp_nonnegative(a: Mapping[str, float]) -> Resources:
-    return {name: max(0.0, qty) for name, qty in a.items()}
-
-
-def is_zero(a: Mapping[str, float]) -> bool:
-    return all(abs(qty) <= EPS for qty in a.values())
 
 
 def dominant_share(alloc: Mapping[str, float], capacity: Mapping[str, float]) -> float:
