@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
+from collections.abc import Sequence
 from time import perf_counter
 from typing import Any
 
@@ -26,20 +27,20 @@ from federation.collector import keep_long_lived
 from federation.config import FederationConfig
 from federation.jobs import Change
 from federation.leader import LeaderElection
-from federation.lifecycle import ClusterLost, Dispatch, Event, Mark, Reclaim, usage
-from federation.models import JobRecord, JobState, QueueTree, QueueTreeConfig
+from federation.lifecycle import ClusterLost, Dispatch, Event, Reclaim, usage
+from federation.models import JobRecord, QueueTree, QueueTreeConfig
 from federation.models.cluster import ClusterRecord, LatestReport
 from federation.reports.source import queue_half_lives
 from federation.scheduler.conf import global_conf
 from federation.scheduler.cycle import CyclePlan, GlobalScheduler
 from federation.scheduler.dispatch import Committer, Deposed, change_for
+from federation.scheduler.marks import marks
 from federation.scheduler.metrics import SchedulerMetrics
 from federation.scheduler.state import FederationState
 from federation.scheduler.status import status_of
 from federation.scheduler.upkeep import StoreUpkeep
 from federation.store import CompactedError, KeyValue, Store, StoreError, WatchEvent
 from policies.clock import Clock
-from policies.format import format_time
 
 log = structlog.get_logger("fedq.scheduler")
 
@@ -313,7 +314,8 @@ class SchedulerService:
         dispatches = self._changes([(job_id, Dispatch(cluster)) for job_id, cluster in plan.dispatches], now)
         evictions = self._changes([(job_id, Reclaim(reason)) for job_id, _cluster, reason in plan.evictions], now)
         self._evictions.extend(now for _ in evictions)
-        landed = {id(change) for change in await self._commit([*dispatches, *self._marks(plan, now), *evictions])}
+        marked = self._changes(marks(plan, self.state), now)
+        landed = {id(change) for change in await self._commit([*dispatches, *marked, *evictions])}
         if len(plan.dispatches) >= self.config.dispatch_per_cycle:
             self._wake.set()  # a deep backlog: the next cycle starts at once
         published = status_of(plan, self.state)
@@ -344,7 +346,7 @@ class SchedulerService:
         budget = max(0, self.config.reclaim.max_per_minute - len(self._evictions))
         return global_conf(self.config, reclaim_budget=budget)
 
-    def _changes(self, events: list[tuple[str, Event]], now: float) -> list[Change]:
+    def _changes(self, events: Sequence[tuple[str, Event]], now: float) -> list[Change]:
         """The CAS changes of lifecycle events on jobs the state holds (those that still apply)."""
         assert self.state is not None
         changes = []
@@ -354,26 +356,6 @@ class SchedulerService:
             if change is not None:
                 changes.append(change)
         return changes
-
-    def _marks(self, plan: CyclePlan, now: float) -> list[Change]:
-        """State marks for waiting jobs; only jobs the plan names or that carry a mark are looked at."""
-        assert self.state is not None
-        dispatched = {job for job, _ in plan.dispatches}
-        marks: list[tuple[str, Event]] = []
-        for job_id in set(plan.unschedulable) | set(plan.reservations) | self.state.marked:
-            if job_id in dispatched:
-                continue
-            if job_id in plan.unschedulable:
-                marks.append((job_id, Mark(JobState.UNSCHEDULABLE, plan.unschedulable[job_id])))
-            elif job_id in plan.reservations:
-                reservation = plan.reservations[job_id]
-                where = ", ".join(sorted(reservation.nodes))
-                marks.append(
-                    (job_id, Mark(JobState.RESERVED, f"reserved on {where} from {format_time(reservation.start)}"))
-                )
-            else:
-                marks.append((job_id, Mark(JobState.PENDING, "waiting")))
-        return self._changes(marks, now)
 
     async def _requeue_lost(self, now: float) -> None:
         assert self.state is not None

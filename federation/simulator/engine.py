@@ -36,6 +36,8 @@ from federation.config import FederationConfig
 from federation.lifecycle import (
     AgentUpdate,
     Assign,
+    Cancel,
+    ClusterLost,
     Dispatch,
     Event,
     IllegalTransition,
@@ -47,16 +49,18 @@ from federation.lifecycle import (
     RunStarted,
     RunStopped,
     StopOrder,
+    submitted,
     transition,
 )
-from federation.models import JobRecord, JobState, QueueTree
+from federation.models import JobEvent, JobRecord, JobState, QueueTree
 from federation.models.cluster import Assignment, Cancellation, StatusUpdate
 from federation.scheduler.conf import global_conf
 from federation.scheduler.cycle import CyclePlan, GlobalScheduler
+from federation.scheduler.marks import marks
 from federation.scheduler.state import FederationState
 from federation.simulator import records
 from federation.simulator.member import Member
-from federation.simulator.scenario import Scenario, SimJob
+from federation.simulator.scenario import Scenario, SimAction, SimJob
 from member_agent.local_scheduler import LocalScheduler
 from policies import SchedulerConf
 from policies.clock import ManualClock
@@ -104,13 +108,16 @@ class SimulationResult:
     capacity: dict[str, float]
     reasons: dict[str, str] = field(default_factory=dict)  # job id -> why it was Rejected/Unschedulable/Failed
     stats: EngineStats = field(default_factory=EngineStats)
+    events: dict[str, list[JobEvent]] = field(default_factory=dict)  # job id -> its history, as the store keeps it
 
 
-def simulation_config(policy: FederationConfig) -> FederationConfig:
-    """The scenario's policy, with clusters that never go silent (simulated agents always report)."""
+def simulation_config(policy: FederationConfig, silences: bool = False) -> FederationConfig:
+    """The scenario's policy; unless the scenario silences a cluster, clusters never go silent
+    (simulated agents always report), so their liveness need not be kept."""
     config = policy.model_copy(deep=True)
-    config.cluster.lost_after = math.inf
-    config.cluster.requeue_after = math.inf
+    if not silences:
+        config.cluster.lost_after = math.inf
+        config.cluster.requeue_after = math.inf
     return config
 
 
@@ -120,7 +127,7 @@ class Engine:
     ) -> None:
         self.scenario = scenario
         self.clock = ManualClock(0.0)
-        self.config = simulation_config(scenario.policy)
+        self.config = simulation_config(scenario.policy, any(a.kind == "silence" for a in scenario.actions))
         self.scheduler = GlobalScheduler(self.config, self.clock)
         self.retry = RetryPolicy(self.config.jobs.max_retries, self.config.jobs.backoff)
         self.progress = progress
@@ -145,6 +152,10 @@ class Engine:
         self.stats = EngineStats()
         self._wakeups: list[float] = []
         self._unreported: set[str] = set(self.members)
+        self._by_sim_id = {sim.id: self.ids[n] for n, sim in enumerate(scenario.jobs)}
+        self._actions = deque(scenario.actions)
+        self._silent: set[str] = set()  # clusters whose agents no longer reach the federation
+        self._heartbeats = any(a.kind == "silence" for a in scenario.actions)  # liveness is kept
         self._evictions: deque[float] = deque()
 
     # ---- the loop ----------------------------------------------------------------------------
@@ -165,6 +176,10 @@ class Engine:
                 self._submit(arrivals[cursor])
                 cursor += 1
             self._settle()
+            if self._actions and self._actions[0].at <= now:  # after the instant's reports, as the API's
+                while self._actions and self._actions[0].at <= now:
+                    self._act(self._actions.popleft())
+                self._settle()
             if self.progress is not None and self.finished - shown >= step:
                 shown = self.finished
                 self.progress(self.finished, len(arrivals))
@@ -178,10 +193,12 @@ class Engine:
         times = [t for m in self.members.values() if (t := m.backend.next_event_time()) is not None]
         if cursor < len(arrivals):
             times.append(self.scenario.jobs[arrivals[cursor]].submit)
+        if self._actions:
+            times.append(self._actions[0].at)
         now = self.clock.now()
         while self._wakeups and self._wakeups[0] <= now:
             heapq.heappop(self._wakeups)
-        if self._wakeups and len(self.state.pending):
+        if self._wakeups and (len(self.state.pending) or self._silent):
             times.append(self._wakeups[0])
         return min(times) if times else None
 
@@ -197,13 +214,17 @@ class Engine:
             self.stats.rounds += 1
             for member in self.members.values():
                 stale |= self._receive(member)
+            if self._heartbeats:  # every report is a heartbeat: the clusters still heard from stay alive
+                self._report(self.clock.now())
+                stale |= self._requeue_lost()
             moved = 0
             if stale and len(self.state.pending):
                 moved, stale = self._global_cycle()
             else:
                 stale = False
             for member in self.members.values():
-                member.reply()
+                if member.name not in self._silent:  # a silent cluster's reply never reaches its agent
+                    member.reply()
                 t0 = perf_counter()
                 launched = member.schedule()
                 if launched is not None:
@@ -229,6 +250,7 @@ class Engine:
             priority=sim.spec.priority,
             spec=sim.spec,
             submit_time=sim.submit,
+            events=[submitted(sim.submit)],
         )
         job = _Job(sim, record)
         self.jobs[job_id] = job
@@ -240,10 +262,47 @@ class Engine:
         self._may_reserve_from(sim.submit)
 
     def _report(self, now: float) -> None:
-        """Bring the capacity reports of the clusters whose jobs moved up to date."""
-        for name in sorted(self._unreported):
+        """Bring the capacity reports of the clusters whose jobs moved up to date (of every cluster
+        still heard from, when liveness is kept: its report is its heartbeat)."""
+        names = set(self.members) - self._silent if self._heartbeats else self._unreported
+        for name in sorted(names):
             self.state.set_report(name, now, self.members[name].capacity())
         self._unreported.clear()
+
+    def _act(self, action: SimAction) -> None:
+        """A scenario's action: a cancel as the API would make it, or a cluster's agent going silent
+        (its runs go on; after ``lostAfter`` it takes no work, after ``requeueAfter`` its jobs are
+        requeued, each at the service's next cycle)."""
+        if action.kind == "cancel":
+            job = self.jobs.get(self._by_sim_id[action.target])
+            if job is not None and not job.state:
+                outcome = self._move(job, Cancel("scenario"))
+                if outcome is not None and outcome.record.state.terminal:
+                    self.state.remove_job(outcome.record.id)
+                    self._finish(job, outcome.record.state.value, outcome.record.reason)
+            return
+        self._silent.add(action.target)  # its report at this instant was its last
+        cluster = self.config.cluster
+        for after in (cluster.lost_after, cluster.requeue_after):
+            self._wake(action.at + after + self.config.cycle_period)
+
+    def _requeue_lost(self) -> bool:
+        """As the service does before each cycle: the jobs of clusters silent past ``requeueAfter``."""
+        moved = False
+        for name in self.state.lost_clusters(self.clock.now(), self.config.cluster.requeue_after):
+            for job_id in sorted(self.state.clusters[name].jobs):
+                job = self.jobs[job_id]
+                outcome = self._move(job, ClusterLost(name))
+                if outcome is None:
+                    continue
+                moved = True
+                if outcome.record.state.terminal:
+                    self.state.remove_job(job_id)
+                    self._finish(job, outcome.record.state.value, outcome.record.reason)
+                else:
+                    job.start, job.cluster = None, ""
+                    self._upsert(job)
+        return moved
 
     def _plan(self) -> CyclePlan:
         """The global cycle on up-to-date capacity reports and the accountant's usage now."""
@@ -273,6 +332,9 @@ class Engine:
         for job_id, cluster in plan.dispatches:
             self._move(self.jobs[job_id], Dispatch(cluster))
             self._upsert(self.jobs[job_id])
+        for job_id, mark in marks(plan, self.state):
+            if self._move(self.jobs[job_id], mark) is not None:
+                self._upsert(self.jobs[job_id])
         for job_id, _cluster, reason in plan.evictions:
             self._move(self.jobs[job_id], Reclaim(reason))
             self._evictions.append(now)
@@ -323,6 +385,9 @@ class Engine:
 
     def _receive(self, member: Member) -> bool:
         """One agent's job updates; True when a job ended or came back to the queue."""
+        if member.name in self._silent:
+            member.updates()  # the agent goes on observing its runs; its reports never arrive
+            return False
         changed = False
         updates = member.updates()
         for update in updates:
@@ -407,6 +472,7 @@ class Engine:
     def _result(self) -> SimulationResult:
         out: list[records.JobOutcome] = []
         reasons: dict[str, str] = {}
+        events: dict[str, list[JobEvent]] = {}
         for number, sim in enumerate(self.scenario.jobs):
             job = self.jobs[self.ids[number]]
             out.append(
@@ -424,12 +490,13 @@ class Engine:
             )
             if job.reason:
                 reasons[sim.id] = job.reason
+            events[sim.id] = job.record.events
         capacity: dict[str, float] = {}
         for cluster in self.scenario.clusters:
             for node in cluster.nodes:
                 for name, amount in node.allocatable.items():
                     capacity[name] = capacity.get(name, 0.0) + amount
-        return SimulationResult(out, capacity, reasons, self.stats)
+        return SimulationResult(out, capacity, reasons, self.stats, events)
 
 
 def simulate(

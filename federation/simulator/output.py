@@ -9,12 +9,14 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from federation.lifecycle import JobEvent
 from federation.simulator.records import JobOutcome
 
 JOBS_CSV_HEADER = ("id", "tenant", "queue", "cluster", "submit", "start", "end", "wait", "state")
+EVENTS_CSV_HEADER = ("id", "time", "from", "to", "reason", "cluster", "epoch")
 JSON_DECIMALS = 6
 
 
@@ -41,6 +43,17 @@ def write_jobs_csv(records: Iterable[JobOutcome], path: str | Path) -> None:
                     r.state,
                 )
             )
+
+
+def write_events_csv(events: Mapping[str, Sequence[JobEvent]], path: str | Path) -> None:
+    """Every job's history as the store would keep it, one row per entry, jobs in the order given."""
+    with Path(path).open("w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(EVENTS_CSV_HEADER)
+        for job_id, history in events.items():
+            for e in history:
+                source = e.source.value if e.source is not None else ""
+                writer.writerow((job_id, format_seconds(e.time), source, e.target.value, e.reason, e.cluster, e.epoch))
 
 
 def write_metrics_json(metrics: Mapping[str, object], path: str | Path) -> None:

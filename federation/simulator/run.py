@@ -11,12 +11,13 @@ from federation.models import QueueTree
 from federation.simulator.engine import Progress, SimulationResult, simulate
 from federation.simulator.entitlement import fair_shares
 from federation.simulator.metrics import Metrics, compute_metrics
-from federation.simulator.output import write_jobs_csv, write_metrics_json
+from federation.simulator.output import write_events_csv, write_jobs_csv, write_metrics_json
 from federation.simulator.scenario import Scenario
 
 POLICIES = ("fcfs", "easy", "conservative")
 JOBS_CSV = "jobs.csv"
 METRICS_JSON = "metrics.json"
+EVENTS_CSV = "events.csv"
 PLOTS = ("utilization.png", "tenant_shares.png", "waits.png")
 
 
@@ -46,8 +47,9 @@ def run_scenario(
     result = simulate(scenario, progress=progress)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    files = [out / JOBS_CSV, out / METRICS_JSON]
+    files = [out / JOBS_CSV, out / METRICS_JSON, out / EVENTS_CSV]
     write_jobs_csv(result.records, files[0])
+    write_events_csv(result.events, files[2])
     shares = fair_shares(
         QueueTree(scenario.queues), ((r.tenant, r.queue) for r in result.records if r.state != "Rejected")
     )

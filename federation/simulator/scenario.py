@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -44,6 +44,16 @@ class SimCluster:
     labels: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class SimAction:
+    """Something people or the network do at ``at``: ``cancel`` a job (by its scenario id), or
+    ``silence`` a cluster (its agent stops reaching the federation, its runs go on: a partition)."""
+
+    at: float
+    kind: Literal["cancel", "silence"]
+    target: str
+
+
 @dataclass(slots=True)
 class Scenario:
     """Everything a run needs. ``jobs`` are in file order; the engine submits equal times in that order."""
@@ -52,6 +62,7 @@ class Scenario:
     queues: QueueTreeConfig
     policy: FederationConfig
     jobs: list[SimJob]
+    actions: list[SimAction] = field(default_factory=list)
 
 
 class _Strict(BaseModel):
@@ -118,11 +129,37 @@ class JobEntry(JobSpecBody):
         return SimJob(self.id, self.tenant, self.submit, self.runtime, spec)
 
 
+class ActionEntry(_Strict):
+    """``{at: 150, cancel: j3}`` or ``{at: 300, silence: west}``."""
+
+    at: float = Field(ge=0)
+    cancel: str | None = None
+    silence: str | None = None
+
+    @field_validator("at", mode="before")
+    @classmethod
+    def _seconds(cls, value: Any) -> float:
+        return parse_duration(value)
+
+    @model_validator(mode="after")
+    def _one(self) -> ActionEntry:
+        if (self.cancel is None) == (self.silence is None):
+            raise ValueError("an action is either 'cancel: JOB' or 'silence: CLUSTER'")
+        return self
+
+    def build(self) -> SimAction:
+        if self.cancel is not None:
+            return SimAction(self.at, "cancel", self.cancel)
+        assert self.silence is not None
+        return SimAction(self.at, "silence", self.silence)
+
+
 class ScenarioFile(_Strict):
     clusters: list[ClusterEntry] = Field(min_length=1)
     queues: list[QueueConfig] = Field(min_length=1)
     policy: FederationConfig = Field(default_factory=FederationConfig)
     jobs: list[JobEntry] = Field(default_factory=list)
+    actions: list[ActionEntry] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _unique(self) -> ScenarioFile:
@@ -132,6 +169,12 @@ class ScenarioFile(_Strict):
                 if name in seen:
                     raise ValueError(f"duplicate {what} name {name!r}")
                 seen.add(name)
+        jobs, clusters = {j.id for j in self.jobs}, {c.name for c in self.clusters}
+        for n, action in enumerate(self.actions):
+            if action.cancel is not None and action.cancel not in jobs:
+                raise ValueError(f"actions[{n}].cancel: no job {action.cancel!r} in the scenario")
+            if action.silence is not None and action.silence not in clusters:
+                raise ValueError(f"actions[{n}].silence: no cluster {action.silence!r} (known: {sorted(clusters)})")
         return self
 
     def build(self) -> Scenario:
@@ -140,6 +183,7 @@ class ScenarioFile(_Strict):
             queues=QueueTreeConfig(queues=self.queues),
             policy=self.policy,
             jobs=[j.build() for j in self.jobs],
+            actions=sorted((a.build() for a in self.actions), key=lambda a: a.at),
         )
 
 

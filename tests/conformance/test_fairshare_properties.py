@@ -155,23 +155,20 @@ def history_cases(draw: st.DrawFn) -> tuple[dict[str, Any], list[str], int]:
 )
 @given(st.data())
 def test_allocation_follows_decayed_usage_through_fedq_simulate(tmp_path: Path, data: st.DataObject) -> None:
-    """The whole cluster starts at once, and a queue that used less (less cpu-time, or longer ago:
-    its past ended by 10h in any case) never starts fewer jobs than one that used more."""
+    """The whole cluster starts at once, and a queue whose decayed usage (RUP) is lower never starts
+    fewer jobs than one whose RUP is higher (every past ends at 10h, when the backlogs come)."""
     case, names, cpus = data.draw(history_cases())
     out = tmp_path / str(len(list(tmp_path.iterdir())))
     rows = simulate(case, out)
     got = started_at(rows, 10 * HOUR)
     assert sum(got.values()) == cpus
-    past = {q: 0.0 for q in names}
+    rup = {q: 0.5 for q in names}  # HTCondor's floor: a queue that never ran
     for j in case["jobs"]:
         if j["id"].startswith("h"):
-            # Usage decays from the end of the run: a run of c cpus over [s, e) leaves at 10h
-            # c * (1 - 0.5**((e-s)/h)) * 0.5**((10h-e)/h), plus the floor's remnant (the same for all).
-            h = 4 * HOUR
-            end = j["submit"] + j["runtime"]
-            c = j["tasks"][0]["replicas"]
-            past[j["queue"]] = c * (1 - 0.5 ** (j["runtime"] / h)) * 0.5 ** ((10 * HOUR - end) / h)
+            # A run of c cpus over [s, 10h) from RUP 0.5: 0.5*b + c*(1 - b), b = 0.5**((10h - s)/h).
+            b = 0.5 ** (j["runtime"] / (4 * HOUR))
+            rup[j["queue"]] = 0.5 * b + j["tasks"][0]["replicas"] * (1 - b)
     for a in names:
         for b in names:
-            if past[a] < past[b] - 1e-9:
-                assert got[a] >= got[b], (a, b, past, dict(got))
+            if rup[a] < rup[b] - 1e-9:
+                assert got[a] >= got[b], (a, b, rup, dict(got))

@@ -18,8 +18,8 @@ async def make_harness(etcd_server: EtcdServer, store_prefix: str) -> AsyncItera
     made: list[Harness] = []
     store = EtcdStore(etcd_server.connection, prefix=store_prefix)
 
-    async def make(config: dict[str, Any], queues: dict[str, Any]) -> Harness:
-        harness = Harness(store, config, queues)
+    async def make(config: dict[str, Any], queues: dict[str, Any], start: float = 1_000_000.0) -> Harness:
+        harness = Harness(store, config, queues, start)
         await harness.start()
         made.append(harness)
         return harness

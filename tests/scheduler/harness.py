@@ -36,6 +36,7 @@ class Harness:
         self.clusters = ClusterService(store, self.jobs, self.tokens, self.clock)
         self.service = SchedulerService(store, self.config, self.clock, save_every=0)
         self.agents: dict[str, Agent] = {}
+        self.silenced: set[str] = set()
 
     async def start(self) -> None:
         from federation import keys
@@ -86,6 +87,8 @@ class Harness:
 
     async def _report(self, agent: Agent) -> None:
         agent.observe()
+        if agent.cluster in self.silenced:
+            return  # cut off from the federation: its runs go on, its reports never arrive
         report = agent.build_report()
         reply = await self.clusters.report(agent.cluster, report)
         agent.handle_reply(report, reply)
