@@ -236,7 +236,7 @@ class JobRepository:
 
     async def counts(self, states: Sequence[str], queues: Sequence[str]) -> dict[str, Counter[str]]:
         """Jobs per queue and state, counted by the store in the index without reading it: a few txns
-        of counts, not a read of every job (1.2 s at 100,000 jobs in etcd, 40 ms counted)."""
+        of counts, not a read of every job: its cost does not grow with the jobs' records."""
         pairs = [(queue, state) for queue in queues for state in states]
         found = await count_many(self.store, [keys.index_prefix(state, queue) for queue, state in pairs])
         out: dict[str, Counter[str]] = {}

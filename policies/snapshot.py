@@ -257,7 +257,6 @@ class QueueInfo:
     cap: Resources | None = None
     accept_surplus: bool = True
     priority_factor: float = 1.0
-    half_life: float | None = None
     reclaimable: bool = True
 
     @property

@@ -21,7 +21,8 @@ from federation import keys
 from federation.accounting.accountant import Accountant
 from federation.lifecycle import RunStarted, RunStopped, usage
 from federation.models import JobRecord, JobState
-from federation.scheduler.state import FederationState, held_by
+from federation.scheduler.job_view import held_by
+from federation.scheduler.state import FederationState
 from federation.store import CompactedError, Store, get_many
 from policies.clock import Clock
 

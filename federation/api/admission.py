@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from federation.clusters import ClusterService
 from federation.models import JobRecord
 from federation.models.resources import ALIASES, STANDARD_RESOURCES
-from federation.scheduler.state import FederationState, job_info
+from federation.scheduler.job_view import job_info
+from federation.scheduler.state import FederationState
 from member_agent.backends import command_backends
 from policies.format import format_labels
 

@@ -11,44 +11,15 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Literal
 
+from federation.lifecycle import ON_CLUSTER
 from federation.models import JobRecord, JobState, QueueTree
 from federation.models.cluster import ClusterReport, LatestReport, NodeReport, summed
+from federation.scheduler.job_view import held_by, job_info
 from policies import JobInfo, NodeInfo, NodeShape, PendingIndex, QueueInfo, Snapshot, TaskInfo, TaskStatus, Usage
 from policies import resources as res
 from policies.format import format_labels, format_resources
 from policies.profile import NO_RELEASES, Releases
 from policies.resources import Resources
-
-ON_CLUSTER = frozenset({JobState.DISPATCHED, JobState.ADMITTED, JobState.RUNNING})
-
-
-def job_info(record: JobRecord) -> JobInfo:
-    """The scheduler's compact form of a job; replicas of a task share one resources dict."""
-    spec = record.spec
-    tasks: list[TaskInfo] = []
-    for task in spec.tasks:
-        resources = task.resources
-        tasks.extend(TaskInfo(record.id, task.name, index, resources) for index in range(task.replicas))
-    return JobInfo(
-        record.id,
-        record.queue,
-        record.tenant,
-        priority=record.priority,
-        submit_time=record.submit_time,
-        min_available=spec.min_available or 0,
-        preemptible=spec.preemptible,
-        walltime=spec.walltime,
-        cluster_selector=spec.cluster_selector,
-        tasks=tasks,
-        waiting_since=_waiting_since(record),
-    )
-
-
-def _waiting_since(record: JobRecord) -> float | None:
-    """A requeued job waits from its requeue, not from its first submit."""
-    if record.attempt == 0 or not record.events:
-        return None
-    return record.events[-1].time
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +257,6 @@ class FederationState:
                 cap=dict(config.cap) or None,
                 accept_surplus=config.accept_surplus,
                 priority_factor=config.priority_factor,
-                half_life=config.half_life,
             )
 
     def never_fits(self, info: JobInfo) -> Misfit | None:
@@ -448,11 +418,6 @@ def _shapes(nodes: list[NodeReport]) -> tuple[object, ...]:
     """What a cluster could ever hold: node sizes, labels and the total, not what is free."""
     kinds = {(tuple(sorted(n.allocatable.items())), tuple(sorted(n.labels.items()))) for n in nodes}
     return (frozenset(kinds), tuple(sorted(summed(nodes).items())))
-
-
-def held_by(info: JobInfo) -> Resources:
-    """What a job on a cluster holds: every task (the snapshot shows them all running)."""
-    return res.total(t.resources for t in info.tasks)
 
 
 def _charge(view: ClusterView, entry: Entry) -> None:

@@ -28,7 +28,6 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from time import perf_counter
 
 from federation.accounting import Accountant
@@ -52,15 +51,15 @@ from federation.lifecycle import (
     submitted,
     transition,
 )
-from federation.models import JobEvent, JobRecord, JobState, QueueTree
+from federation.models import JobRecord, JobState, QueueTree
 from federation.models.cluster import Assignment, Cancellation, StatusUpdate
 from federation.scheduler.conf import global_conf
 from federation.scheduler.cycle import CyclePlan, GlobalScheduler
 from federation.scheduler.marks import marks
 from federation.scheduler.state import FederationState
-from federation.simulator import records
 from federation.simulator.member import Member
-from federation.simulator.scenario import Scenario, SimAction, SimJob
+from federation.simulator.records import EngineStats, JobProgress, SimulationResult, result_of
+from federation.simulator.scenario import Scenario, SimAction
 from member_agent.local_scheduler import LocalScheduler
 from policies import SchedulerConf
 from policies.clock import ManualClock
@@ -74,41 +73,6 @@ Progress = Callable[[int, int], None]
 
 class SimulationError(RuntimeError):
     """The simulation cannot go on (it would loop at one instant for ever)."""
-
-
-@dataclass(slots=True)
-class _Job:
-    """A submitted job: its federation record (updated in place per transition) and its outcome."""
-
-    sim: SimJob
-    record: JobRecord
-    revision: int = 0
-    state: str = ""  # the final state once the job is done
-    cluster: str = ""
-    start: float | None = None
-    end: float | None = None
-    reason: str = ""
-
-
-@dataclass
-class EngineStats:
-    event_times: int = 0
-    rounds: int = 0
-    global_cycles: int = 0
-    idle_cycles: int = 0  # global cycles skipped: nothing could start, be reclaimed or be marked
-    local_cycles: int = 0
-    global_seconds: float = 0.0
-    local_seconds: float = 0.0
-    wall_seconds: float = 0.0
-
-
-@dataclass
-class SimulationResult:
-    records: list[records.JobOutcome]
-    capacity: dict[str, float]
-    reasons: dict[str, str] = field(default_factory=dict)  # job id -> why it was Rejected/Unschedulable/Failed
-    stats: EngineStats = field(default_factory=EngineStats)
-    events: dict[str, list[JobEvent]] = field(default_factory=dict)  # job id -> its history, as the store keeps it
 
 
 def simulation_config(policy: FederationConfig, silences: bool = False) -> FederationConfig:
@@ -147,7 +111,7 @@ class Engine:
         # Internal ids sort in file order: the schedulers break ties between equal submit times by id.
         width = len(str(len(scenario.jobs)))
         self.ids = [f"{n:0{width}d}" for n in range(len(scenario.jobs))]
-        self.jobs: dict[str, _Job] = {}
+        self.jobs: dict[str, JobProgress] = {}
         self.finished = 0
         self.stats = EngineStats()
         self._wakeups: list[float] = []
@@ -252,7 +216,7 @@ class Engine:
             submit_time=sim.submit,
             events=[submitted(sim.submit)],
         )
-        job = _Job(sim, record)
+        job = JobProgress(sim, record)
         self.jobs[job_id] = job
         if not self.tree.may_submit(sim.tenant, sim.spec.queue):
             why = "no such leaf queue" if self.tree.get(sim.spec.queue) is None else "tenant may not submit there"
@@ -342,7 +306,7 @@ class Engine:
             self._wake(now + RECLAIM_WINDOW + self.config.cycle_period)
         return len(plan.dispatches) + len(plan.evictions), bool(plan.unschedulable)
 
-    def _move(self, job: _Job, event: Event) -> Outcome | None:
+    def _move(self, job: JobProgress, event: Event) -> Outcome | None:
         """One lifecycle event on the job's record, its effects carried out as the service's would be:
         assignments and stop orders into the cluster's next reply, run starts and stops to the
         accountant. None (nothing done) when the event does not apply, as a stale report would not."""
@@ -434,7 +398,7 @@ class Engine:
             return True
         return False
 
-    def _upsert(self, job: _Job) -> None:
+    def _upsert(self, job: JobProgress) -> None:
         """The state keeps the job's compact form until its attempt changes (a requeue resets its wait)."""
         job.revision += 1
         self.state.upsert_job(job.record, job.revision, b"%d" % job.record.attempt)
@@ -448,7 +412,7 @@ class Engine:
         """A moment when a plan may change without a submit or an end: plan again then (if jobs wait)."""
         heapq.heappush(self._wakeups, at)
 
-    def _finish(self, job: _Job, state: str, reason: str) -> None:
+    def _finish(self, job: JobProgress, state: str, reason: str) -> None:
         job.state = state
         job.reason = reason
         self.finished += 1
@@ -470,33 +434,7 @@ class Engine:
     # ---- output ------------------------------------------------------------------------------
 
     def _result(self) -> SimulationResult:
-        out: list[records.JobOutcome] = []
-        reasons: dict[str, str] = {}
-        events: dict[str, list[JobEvent]] = {}
-        for number, sim in enumerate(self.scenario.jobs):
-            job = self.jobs[self.ids[number]]
-            out.append(
-                records.JobOutcome(
-                    id=sim.id,
-                    tenant=sim.tenant,
-                    queue=sim.spec.queue,
-                    submit=sim.submit,
-                    state=job.state,
-                    resources=sim.spec.total_resources(),
-                    cluster=job.cluster,
-                    start=job.start,
-                    end=job.end,
-                )
-            )
-            if job.reason:
-                reasons[sim.id] = job.reason
-            events[sim.id] = job.record.events
-        capacity: dict[str, float] = {}
-        for cluster in self.scenario.clusters:
-            for node in cluster.nodes:
-                for name, amount in node.allocatable.items():
-                    capacity[name] = capacity.get(name, 0.0) + amount
-        return SimulationResult(out, capacity, reasons, self.stats, events)
+        return result_of(self.scenario, [self.jobs[job_id] for job_id in self.ids], self.stats)
 
 
 def simulate(

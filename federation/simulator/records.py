@@ -9,6 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
+from federation.lifecycle import JobEvent
+from federation.models import JobRecord
+from federation.simulator.scenario import Scenario, SimJob
+
 STATES: Final = ("Succeeded", "Failed", "Rejected", "Unschedulable", "Cancelled")
 # States whose jobs ran to their end (a Failed job may have been killed at its walltime): the
 # population of slowdown statistics.
@@ -53,3 +57,62 @@ class JobOutcome:
     def completed(self) -> bool:
         """Ran to its end, successfully or not: the jobs slowdown is measured over."""
         return self.state in COMPLETED_STATES and self.runtime is not None
+
+
+@dataclass
+class EngineStats:
+    event_times: int = 0
+    rounds: int = 0
+    global_cycles: int = 0
+    idle_cycles: int = 0  # global cycles skipped: nothing could start, be reclaimed or be marked
+    local_cycles: int = 0
+    global_seconds: float = 0.0
+    local_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+
+@dataclass
+class SimulationResult:
+    records: list[JobOutcome]
+    capacity: dict[str, float]
+    reasons: dict[str, str] = field(default_factory=dict)  # job id -> why it was Rejected/Unschedulable/Failed
+    stats: EngineStats = field(default_factory=EngineStats)
+    events: dict[str, list[JobEvent]] = field(default_factory=dict)  # job id -> its history, as the store keeps it
+
+
+@dataclass(slots=True)
+class JobProgress:
+    """A submitted job in a run: its federation record (replaced at each lifecycle move) and its
+    outcome so far (``state`` is set once the job is done)."""
+
+    sim: SimJob
+    record: JobRecord
+    revision: int = 0
+    state: str = ""
+    cluster: str = ""
+    start: float | None = None
+    end: float | None = None
+    reason: str = ""
+
+
+def result_of(scenario: Scenario, jobs: list[JobProgress], stats: EngineStats) -> SimulationResult:
+    """The run's outcome, job by job in file order (``jobs`` in the scenario's order)."""
+    out: list[JobOutcome] = []
+    reasons: dict[str, str] = {}
+    events: dict[str, list[JobEvent]] = {}
+    for sim, job in zip(scenario.jobs, jobs, strict=True):
+        resources = sim.spec.total_resources()
+        out.append(
+            JobOutcome(
+                sim.id, sim.tenant, sim.spec.queue, sim.submit, job.state, resources, job.cluster, job.start, job.end
+            )
+        )
+        if job.reason:
+            reasons[sim.id] = job.reason
+        events[sim.id] = job.record.events
+    capacity: dict[str, float] = {}
+    for cluster in scenario.clusters:
+        for node in cluster.nodes:
+            for name, amount in node.allocatable.items():
+                capacity[name] = capacity.get(name, 0.0) + amount
+    return SimulationResult(out, capacity, reasons, stats, events)

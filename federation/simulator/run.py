@@ -8,10 +8,11 @@ from pathlib import Path
 from federation.collector import keep_long_lived
 from federation.config import FederationConfig
 from federation.models import QueueTree
-from federation.simulator.engine import Progress, SimulationResult, simulate
+from federation.simulator.engine import Progress, simulate
 from federation.simulator.entitlement import fair_shares
 from federation.simulator.metrics import Metrics, compute_metrics
 from federation.simulator.output import write_events_csv, write_jobs_csv, write_metrics_json
+from federation.simulator.records import SimulationResult
 from federation.simulator.scenario import Scenario
 
 POLICIES = ("fcfs", "easy", "conservative")
