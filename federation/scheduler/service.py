@@ -72,7 +72,6 @@ class SchedulerService:
         self.metrics = metrics if metrics is not None else SchedulerMetrics()
         self.state: FederationState | None = None
         self.committer: Committer | None = None
-        self.last_plan: CyclePlan | None = None
         self.accountant = Accountant(clock, config.fairshare.half_life, config.fairshare.usage_weights)
         self.save_every = config.accounting_save_every if save_every is None else save_every
         self._saved_at = float("-inf")
@@ -326,7 +325,6 @@ class SchedulerService:
             await self.accountant.save(self.store, self.applied_revision)
             self._saved_at = now
         removed, compacted = await self.upkeep.run(self.state)
-        self.last_plan = plan
         self.metrics.observe_cycle(
             plan,
             self.state,
