@@ -39,6 +39,7 @@ class FedqClient:
         ``cert``: a client certificate and its key, for a server that requires one (mutual TLS)."""
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.server = server.rstrip("/")
+        self._timeout = timeout
         self._http = httpx.Client(base_url=self.server, headers=headers, timeout=timeout, verify=_tls(ca, cert))
 
     def __enter__(self) -> FedqClient:
@@ -50,12 +51,23 @@ class FedqClient:
     def close(self) -> None:
         self._http.close()
 
-    def request(self, method: str, path: str, *, body: Any = None, params: dict[str, Any] | None = None) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: dict[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """``timeout`` (seconds) overrides the client's for this call (an agent's report within its lease)."""
         content = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"} if content is not None else {}
         clean = {k: v for k, v in (params or {}).items() if v is not None}
         try:
-            response = self._http.request(method, path, content=content, params=clean, headers=headers)
+            response = self._http.request(
+                method, path, content=content, params=clean, headers=headers, timeout=timeout or self._timeout
+            )
         except httpx.HTTPError as exc:
             hint = "; pass the CA that signed its certificate: --ca FILE or FEDQ_CA" if _UNTRUSTED in str(exc) else ""
             raise FedqError(0, f"cannot reach the fedq server at {self.server}: {exc}{hint}") from None

@@ -8,6 +8,7 @@ so the agent kills it. No job can be advanced by two clusters, or twice by one.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import structlog
@@ -15,7 +16,7 @@ from pydantic import ValidationError
 
 from federation import keys
 from federation.auth import TokenStore
-from federation.config import JobsConfig
+from federation.config import ClusterLivenessConfig, JobsConfig
 from federation.jobs import Change, JobRepository, NotFound, StoredJob, change_of, commit_batched
 from federation.lifecycle import AgentUpdate, IllegalTransition, RetryPolicy, transition
 from federation.models import JobRecord, JobState
@@ -53,7 +54,13 @@ MAX_STORED_REPORT = 1_400_000  # bytes: under etcd's 1.5 MiB request limit, with
 
 class ClusterService:
     def __init__(
-        self, store: Store, jobs: JobRepository, tokens: TokenStore, clock: Clock, retries: JobsConfig | None = None
+        self,
+        store: Store,
+        jobs: JobRepository,
+        tokens: TokenStore,
+        clock: Clock,
+        retries: JobsConfig | None = None,
+        liveness: ClusterLivenessConfig | None = None,
     ) -> None:
         self.store = store
         self.jobs = jobs
@@ -61,6 +68,8 @@ class ClusterService:
         self.clock = clock
         config = retries if retries is not None else JobsConfig()
         self.retry = RetryPolicy(config.max_retries, config.backoff)
+        lost_after = (liveness or ClusterLivenessConfig()).lost_after
+        self.lease = lost_after if math.isfinite(lost_after) else None
 
     async def join(self, request: JoinRequest) -> str:
         """Spend the join token and return the cluster's long-lived credential, which replaces any earlier one."""
@@ -150,6 +159,7 @@ class ClusterService:
             cancellations=list(cancellations.values()),
             refused=refused,
             state=ClusterState.CORDONED if record.cordoned else ClusterState.READY,
+            lease=self.lease,
         )
 
     async def _apply_all(self, name: str, updates: list[StatusUpdate], now: float) -> list[str | None]:

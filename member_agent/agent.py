@@ -2,6 +2,12 @@
 
 One ``step`` is one report round trip plus one local scheduling cycle. The loop is pull-only: the
 federation never connects to the cluster, so agents work from behind NAT and firewalls.
+
+The agent holds a lease on its runs (HTCondor's job lease): each reply renews it for the federation's
+``cluster.lostAfter``, counted from when the report was sent. Unheard past it, the agent stops its
+runs and launches nothing (fenced), since the federation requeues them at ``requeueAfter``; once it is
+heard again it reports them stopped for their old epochs, which the federation refuses if it has
+requeued them meanwhile.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from typing import Any
 import structlog
 
 from federation.client import FedqClient, FedqError
+from federation.models import JobState
 from federation.models.cluster import MAX_ITEMS_PER_REPORT, MAX_RUNNING_PER_REPORT, ClusterReport, ReportReply
 from member_agent.backends.base import Backend, JobRejected, LaunchError
 from member_agent.capacity import summarise
@@ -22,6 +29,7 @@ from policies.clock import Clock
 log = structlog.get_logger("fedq.agent")
 
 MAX_LAUNCH_FAILURES = 3
+MAX_REPORT_WAIT = 30.0  # seconds a report may take while the lease has longer to run
 
 
 class CredentialRejected(RuntimeError):
@@ -49,6 +57,10 @@ class Agent:
         self._reconciled = False
         self._launch_failures: dict[str, int] = {}
         self.log = log.bind(cluster=cluster)
+        self.lease: float | None = None  # the federation's lostAfter, from its last reply
+        self.fenced = False
+        self._sent_at = clock.now()  # when the report being answered was sent
+        self._heard_at = clock.now()  # when the last answered report was sent: the lease runs from there
 
     def reconcile(self) -> None:
         """Before scheduling again after a restart: hold what the backend still runs, report it as known."""
@@ -62,12 +74,16 @@ class Agent:
         report = self.build_report()
         try:
             body: dict[str, Any] = self.client.request(
-                "POST", f"/v1/clusters/{self.cluster}/report", body=report.model_dump(mode="json")
+                "POST",
+                f"/v1/clusters/{self.cluster}/report",
+                body=report.model_dump(mode="json"),
+                timeout=self._report_wait(),
             )
         except FedqError as exc:
             if exc.status in (401, 403, 404):
                 raise CredentialRejected(str(exc)) from exc
             self.log.warning("report failed", error=str(exc))
+            self.keep_lease()
             self.schedule()
             return None
         reply = ReportReply.model_validate(body)
@@ -85,7 +101,36 @@ class Agent:
                 raise
             except Exception:
                 self.log.exception("agent step failed; retrying")
+                self.keep_lease()
             stop.wait(self.report_interval)
+
+    def _report_wait(self) -> float:
+        """A report waits no longer than the lease has left (and one interval), so a cut connection
+        that never answers cannot hold the agent past its lease."""
+        if self.lease is None:
+            return MAX_REPORT_WAIT
+        left = self.lease - (self.clock.now() - self._heard_at)
+        return min(MAX_REPORT_WAIT, max(left, self.report_interval))
+
+    def keep_lease(self) -> None:
+        """After a report that got no reply: past the lease, stop every run and hand back what waits."""
+        if self.fenced or self.lease is None:
+            return
+        silent = self.clock.now() - self._heard_at
+        if silent < self.lease:
+            return
+        self.fenced = True
+        stopped = 0
+        reason = f"fenced: federation unreachable for {silent:.1f}s (lease {self.lease:g}s)"
+        for job in list(self.tracker.jobs.values()):
+            if job.state.terminal or job.state is JobState.PENDING:
+                continue
+            if job.launched:
+                self.backend.kill(job.job_id, job.epoch, reason)
+            else:
+                self.tracker.hand_back(job, reason)
+            stopped += 1
+        self.log.warning("fenced: lease expired, runs stopped", jobs=stopped, silent_for=silent, lease=self.lease)
 
     def observe(self) -> None:
         """Fold the backend's task status changes into job states."""
@@ -104,17 +149,24 @@ class Agent:
         if len(running) > MAX_RUNNING_PER_REPORT:
             running.sort(key=lambda job: (job.expected_end is None, job.expected_end or 0.0))
             del running[MAX_RUNNING_PER_REPORT:]
-        return ClusterReport(
+        report = ClusterReport(
             nodes=summarise(self.backend.nodes()),
             running=running,
             updates=self.tracker.outbox()[:MAX_ITEMS_PER_REPORT],
             known=None if self._reconciled else self.tracker.known(),
         )
+        self._sent_at = self.clock.now()
+        return report
 
     def handle_reply(self, report: ClusterReport, reply: ReportReply) -> None:
         """The federation accepted ``report``: forget its updates, then act on the reply."""
         self.tracker.acknowledge(len(report.updates))
         self._reconciled = True
+        self._heard_at = self._sent_at
+        self.lease = reply.lease
+        if self.fenced:
+            self.fenced = False
+            self.log.info("federation heard again: fenced runs reported stopped")
         self._apply(reply)
 
     def _apply(self, reply: ReportReply) -> None:
@@ -140,7 +192,7 @@ class Agent:
     def schedule(self) -> int | None:
         """Run the local session (only once reconciled after a restart) and launch what it placed;
         returns how many jobs were launched, or None when no session ran (nothing waited)."""
-        if not self._reconciled:
+        if not self._reconciled or self.fenced:
             return None
         pending = self.tracker.pending()
         if not pending:

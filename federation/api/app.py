@@ -44,7 +44,7 @@ def create_app(
         tokens=tokens,
         jobs=jobs,
         queues=QueueTreeCache(store),
-        clusters=ClusterService(store, jobs, tokens, clock, config.jobs),
+        clusters=ClusterService(store, jobs, tokens, clock, config.jobs, config.cluster),
         metrics=ApiMetrics(),
         audit=AuditLog(config.audit.log, clock),
     )

@@ -166,6 +166,9 @@ class ReportReply(_Strict):
     refused: list[dict[str, Any]] = Field(default_factory=list)
     state: ClusterState = ClusterState.READY
 
+    lease: float | None = Field(None, gt=0)
+    """The federation's ``cluster.lostAfter``: how long the agent may keep its runs without a reply
+    (its job lease); past it the agent stops them, as the federation requeues them at ``requeueAfter``."""
 
 class JoinRequest(_Strict):
     token: str = Field(min_length=1, max_length=256)

@@ -88,7 +88,8 @@ class Harness:
     async def _report(self, agent: Agent) -> None:
         agent.observe()
         if agent.cluster in self.silenced:
-            return  # cut off from the federation: its runs go on, its reports never arrive
+            agent.keep_lease()  # cut off: its reports never arrive; past its lease it stops its runs
+            return
         report = agent.build_report()
         reply = await self.clusters.report(agent.cluster, report)
         agent.handle_reply(report, reply)
