@@ -3,7 +3,14 @@
 from federation.store.base import DEFAULT_MAX_TXN_OPS, DEFAULT_PREFIX, Store, check_txn
 from federation.store.bulk import count_many, get_many, put_many
 from federation.store.connection import Endpoint, EtcdConnection
-from federation.store.errors import CompactedError, LeaseNotFound, StoreError, StoreFull, StoreUnavailable
+from federation.store.errors import (
+    CompactedError,
+    LeaseNotFound,
+    RequestTooLarge,
+    StoreError,
+    StoreFull,
+    StoreUnavailable,
+)
 from federation.store.etcd import EtcdStore
 from federation.store.etcd_server import EtcdCluster, EtcdServer, EtcdServerError
 from federation.store.factory import open_store
@@ -25,6 +32,7 @@ __all__ = [
     "LeaseNotFound",
     "MemoryStore",
     "Op",
+    "RequestTooLarge",
     "StoreSnapshot",
     "Store",
     "StoreError",

@@ -24,4 +24,9 @@ class StoreUnavailable(StoreError):
 
 
 class StoreFull(StoreError):
-    """etcd's backend quota is exhausted; it accepts only reads and deletes until compacted."""
+    """etcd's backend quota is exhausted (its NOSPACE alarm), or the federation's store budget below it
+    is spent: only reads and deletes help until an operator compacts, defragments and disarms."""
+
+
+class RequestTooLarge(StoreError):
+    """etcd refused a request over its ``--max-request-bytes``: nothing of it was applied."""

@@ -35,6 +35,8 @@ from federation.store.types import Compare, KeyValue, Op, StoreSnapshot, TxnResp
 log = structlog.get_logger(__name__)
 
 DEFAULT_PAGE_SIZE = 5_000
+PAGE_BYTES = 8 * 1024 * 1024
+"""What one range page aims to carry, well under the receive limit below."""
 _MAX_RECEIVE_BYTES = 64 * 1024 * 1024
 _CHANNEL_OPTIONS: dict[str, Any] = {
     "grpc.max_receive_message_length": _MAX_RECEIVE_BYTES,
@@ -62,6 +64,7 @@ _TXN = attrgetter("kv.Txn")
 _COMPACT = attrgetter("kv.Compact")
 _GRANT = attrgetter("lease.LeaseGrant")
 _REVOKE = attrgetter("lease.LeaseRevoke")
+_STATUS = attrgetter("maintenance.Status")
 _WATCH_RETRY_MIN = 0.05
 _WATCH_RETRY_MAX = 1.0
 
@@ -247,6 +250,11 @@ class EtcdStore:
             await asyncio.sleep(delay)
             delay = min(delay * 2, _WATCH_RETRY_MAX)
 
+    async def size(self) -> int:
+        """The database size the member in use reports (etcd's quota counts it; any user may ask)."""
+        response = await self._send(_STATUS, rpc.StatusRequest(), retry=True)
+        return int(response.dbSize)
+
     async def compact(self, revision: int) -> None:
         """Drop history before ``revision``; compacting at or below an earlier compaction is a no-op
         (so a compaction whose outcome was lost is simply sent again)."""
@@ -271,24 +279,35 @@ class EtcdStore:
             return await self._rpc.unary(method, request, retry=retry)
 
     async def _paged_range(self, prefix: str, limit: int, until: str | None) -> StoreSnapshot:
+        """Pages sized by keys and by bytes: each page asks for as many keys as fit ``PAGE_BYTES`` at the
+        mean size of the keys read so far, and a page over gRPC's receive limit is asked again at half
+        its keys, so large records (up to ``api.maxRecordBytes`` each) never make a range unreadable."""
         start = self._key(prefix)
         end = range_end(start) if until is None else self._key(until)
         revision = 0
         found: list[KeyValue] = []
+        fits = self._page_size  # keys per page at the sizes seen so far
+        read_bytes = 0
         while True:
-            page = self._page_size if not limit else min(self._page_size, limit - len(found))
+            page = fits if not limit else min(fits, limit - len(found))
             request = rpc.RangeRequest(key=start, range_end=end, limit=page, revision=revision)
             with mapped_errors():
                 try:
                     response = await self._rpc.unary(_RANGE, request, retry=True)
                 except grpc.aio.AioRpcError as error:
-                    if error.code() == grpc.StatusCode.OUT_OF_RANGE and "compacted" in (error.details() or ""):
+                    details = error.details() or ""
+                    if error.code() == grpc.StatusCode.OUT_OF_RANGE and "compacted" in details:
                         raise CompactedError(revision) from error
+                    if error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details and page > 1:
+                        fits = max(1, page // 2)
+                        continue
                     raise
             revision = revision or int(response.header.revision)
             found.extend(self._record(raw) for raw in response.kvs)
             if not response.more or not response.kvs or (limit and len(found) >= limit):
                 return StoreSnapshot(revision, found)
+            read_bytes += sum(len(raw.key) + len(raw.value) for raw in response.kvs)
+            fits = max(1, min(self._page_size, PAGE_BYTES * len(found) // max(read_bytes, 1)))
             start = response.kvs[-1].key + b"\0"
 
     def _key(self, key: str) -> bytes:

@@ -31,7 +31,7 @@ import structlog
 from aetcd import rpc
 
 from federation.store.connection import Endpoint, EtcdConnection
-from federation.store.errors import LeaseNotFound, StoreError, StoreFull, StoreUnavailable
+from federation.store.errors import LeaseNotFound, RequestTooLarge, StoreError, StoreFull, StoreUnavailable
 
 log = structlog.get_logger(__name__)
 
@@ -55,6 +55,7 @@ class Link:
     lease: Any
     watch: Any
     auth: Any
+    maintenance: Any
     token: str | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -183,7 +184,13 @@ class EtcdChannels:
                 channel = grpc.aio.secure_channel(target, self._credentials, options=self._options)
             else:
                 channel = grpc.aio.insecure_channel(target, options=self._options)
-            stubs = rpc.KVStub(channel), rpc.LeaseStub(channel), rpc.WatchStub(channel), rpc.AuthStub(channel)
+            stubs = (
+                rpc.KVStub(channel),
+                rpc.LeaseStub(channel),
+                rpc.WatchStub(channel),
+                rpc.AuthStub(channel),
+                rpc.MaintenanceStub(channel),
+            )
             link = Link(self.connection.endpoints[index], channel, *stubs)
             self._links[index] = link
         return link
@@ -234,6 +241,10 @@ def store_error(error: grpc.aio.AioRpcError) -> Exception:
         return LeaseNotFound(details)
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "space exceeded" in details:
         return StoreFull(details)
+    if "request is too large" in details or (
+        code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details
+    ):
+        return RequestTooLarge(details)
     if code == grpc.StatusCode.INVALID_ARGUMENT:
         return ValueError(f"etcd rejected the request: {details}")
     return StoreError(f"{code.name}: {details}")

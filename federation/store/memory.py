@@ -58,6 +58,7 @@ class MemoryStore:
         self._lease_task: asyncio.Task[None] | None = None
         self._kvs: dict[str, KeyValue] = {}
         self._keys: SortedList = SortedList()
+        self._bytes = 0  # live keys and values, what ``size`` answers
         self._revision = 1
         self._compact_revision = 0
         self._events: list[WatchEvent] = []
@@ -153,6 +154,11 @@ class MemoryStore:
                 continue
             await self._changed.wait()
 
+    async def size(self) -> int:
+        """The live keys' and values' bytes: no history or free pages to count, unlike etcd's file."""
+        self._begin()
+        return self._bytes
+
     async def compact(self, revision: int) -> None:
         self._begin()
         if revision > self._revision:
@@ -241,6 +247,7 @@ class MemoryStore:
 
     def _put(self, key: str, value: bytes, lease: int, revision: int) -> None:
         prev = self._kvs.get(key)
+        self._bytes += len(key) + len(value) - (0 if prev is None else len(key) + len(prev.value))
         if prev is None:
             self._keys.add(key)
             kv = KeyValue(key, value, revision, revision, 1, lease)
@@ -258,6 +265,7 @@ class MemoryStore:
         if prev is None:
             return False
         self._keys.remove(key)
+        self._bytes -= len(key) + len(prev.value)
         if prev.lease and prev.lease in self._leases:
             self._leases[prev.lease].keys.discard(key)
         self._events.append(WatchEvent("delete", key, prev, revision))
