@@ -6,7 +6,6 @@ before it is deployed.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -14,25 +13,11 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from federation.models.job import MAX_RETRIES
-from policies.units import format_duration, parse_duration
+from federation.models.numbers import UsageWeight, positive_seconds, seconds
+from policies.units import format_duration
 
-
-def _seconds(value: Any) -> float:
-    seconds = parse_duration(value)
-    if seconds < 0:
-        raise ValueError(f"duration must not be negative (got {value!r})")
-    return seconds
-
-
-Seconds = Annotated[float, BeforeValidator(_seconds)]
+Seconds = Annotated[float, BeforeValidator(seconds)]
 """A duration in a config file ('90s', '5m', a number of seconds), not negative."""
-
-
-def _positive_seconds(value: Any) -> float:
-    seconds = _seconds(value)
-    if seconds <= 0:
-        raise ValueError(f"must be a positive duration, e.g. 90s, 5m or 7d (got {value!r})")
-    return seconds
 
 
 class _Section(BaseModel):
@@ -41,16 +26,13 @@ class _Section(BaseModel):
 
 class FairShareConfig(_Section):
     half_life: float = Field(86400.0, alias="halfLife")
-    # A negative weight would make running work lower a tenant's usage, so its priority better.
-    usage_weights: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(
-        default_factory=lambda: {"cpu": 1.0}, alias="usageWeights"
-    )
+    usage_weights: dict[str, UsageWeight] = Field(default_factory=lambda: {"cpu": 1.0}, alias="usageWeights")
     dominant_share: bool = Field(False, alias="dominantShare")
 
     @field_validator("half_life", mode="before")
     @classmethod
     def _half_life(cls, value: Any) -> float:
-        return _positive_seconds(value)
+        return positive_seconds(value)
 
 
 class ReservationConfig(_Section):
@@ -60,7 +42,7 @@ class ReservationConfig(_Section):
     @field_validator("after", mode="before")
     @classmethod
     def _after(cls, value: Any) -> float:
-        return _seconds(value)
+        return seconds(value)
 
     @field_validator("depth")
     @classmethod
@@ -73,11 +55,13 @@ class ReservationConfig(_Section):
 class ClusterLivenessConfig(_Section):
     lost_after: float = Field(15.0, alias="lostAfter")
     requeue_after: float = Field(60.0, alias="requeueAfter")
+    admit_within: float = Field(300.0, alias="admitWithin")
+    """A job a cluster took (Dispatched) but did not admit within this goes back to the queue."""
 
-    @field_validator("lost_after", "requeue_after", mode="before")
+    @field_validator("lost_after", "requeue_after", "admit_within", mode="before")
     @classmethod
     def _durations(cls, value: Any) -> float:
-        return _positive_seconds(value)
+        return positive_seconds(value)
 
     @model_validator(mode="after")
     def _requeue_once_lost(self) -> ClusterLivenessConfig:
@@ -99,7 +83,7 @@ class ReclaimConfig(_Section):
     @field_validator("grace", mode="before")
     @classmethod
     def _grace(cls, value: Any) -> float:
-        return _seconds(value)
+        return seconds(value)
 
 
 class StoreUpkeepConfig(_Section):
@@ -111,7 +95,7 @@ class StoreUpkeepConfig(_Section):
     @field_validator("compact_every", "keep_finished", mode="before")
     @classmethod
     def _durations(cls, value: Any) -> float:
-        return _positive_seconds(value)
+        return positive_seconds(value)
 
 
 class JobsConfig(_Section):
@@ -143,14 +127,6 @@ DAY = 86400.0
 DEFAULT_TOKEN_TTL = 30 * DAY
 
 
-def _ttl(value: Any) -> float:
-    """A token lifetime: a positive, finite duration ('1e400' or 'inf' would be a token that never expires)."""
-    seconds = _positive_seconds(value)
-    if not math.isfinite(seconds):
-        raise ValueError(f"must be a finite duration, e.g. 30d (got {value!r})")
-    return seconds
-
-
 class AuthConfig(_Section):
     """How long tokens live. Every token expires but a cluster's credential, which is replaced when the
     cluster joins again and can be revoked."""
@@ -165,7 +141,7 @@ class AuthConfig(_Section):
     @field_validator("token_ttl", "join_token_ttl", "max_token_ttl", mode="before")
     @classmethod
     def _durations(cls, value: Any) -> float:
-        return _ttl(value)
+        return positive_seconds(value)
 
     @model_validator(mode="after")
     def _within_max(self) -> AuthConfig:
@@ -179,10 +155,10 @@ class AuthConfig(_Section):
 
     def ttl(self, value: Any) -> float:
         """A requested ``ttl`` in seconds; ValueError says what is allowed."""
-        seconds = _ttl(value)
-        if seconds > self.max_token_ttl:
+        ttl = positive_seconds(value)  # never 'inf' or '1e400': parse_duration refuses them
+        if ttl > self.max_token_ttl:
             raise ValueError(f"must be at most {format_duration(self.max_token_ttl)} (auth.maxTokenTtl)")
-        return seconds
+        return ttl
 
 
 class AuditConfig(_Section):
@@ -210,12 +186,12 @@ class FederationConfig(_Section):
     @field_validator("accounting_save_every", mode="before")
     @classmethod
     def _save_every(cls, value: Any) -> float:
-        return _seconds(value)
+        return seconds(value)
 
     @field_validator("cycle_period", mode="before")
     @classmethod
     def _period(cls, value: Any) -> float:
-        return _positive_seconds(value)
+        return positive_seconds(value)
 
 
 def load_yaml_file(path: str | Path) -> Any:

@@ -6,11 +6,23 @@ what they mean to Kubernetes; durations accept Go/Prometheus-style strings ("90m
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal, InvalidOperation
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+MAX_DURATION = 36500 * 86400.0
+"""The longest duration anything takes (100 years): 'inf' or 1e400 would be a walltime or a token that
+never ends, and a time plus a longer one is no date any more."""
+
+
+def _as_float(value: int | float) -> float:
+    """An int too large for a float (YAML reads 1 followed by 400 zeros as one) is infinite, not an error."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def parse_quantity(value: str | int | float) -> float:
@@ -18,7 +30,7 @@ def parse_quantity(value: str | int | float) -> float:
     if isinstance(value, bool):
         raise ValueError(f"quantity must be a number or a string like '500m' or '4Gi', not {value!r}")
     if isinstance(value, int | float):
-        return float(value)
+        return _as_float(value)
     # Imported on first use: the kubernetes package loads its whole client (~0.2 s), which every
     # ``fedq`` command would pay at start-up though most never parse a quantity string.
     from kubernetes.utils import parse_quantity as k8s_parse_quantity
@@ -33,11 +45,21 @@ def parse_quantity(value: str | int | float) -> float:
 
 
 def parse_duration(value: str | int | float) -> float:
-    """Seconds from a number (taken as seconds) or a string like '90s', '2h', '1h30m', '1d'."""
+    """Seconds from a number (taken as seconds) or a string like '90s', '2h', '1h30m', '1d'; finite and
+    at most ``MAX_DURATION`` either way."""
+    seconds = _duration_seconds(value)
+    if not math.isfinite(seconds):
+        raise ValueError(f"duration must be finite, e.g. '90s', '2h' or '7d' (got {value!r})")
+    if abs(seconds) > MAX_DURATION:
+        raise ValueError(f"duration must be at most {format_duration(MAX_DURATION)} (got {value!r})")
+    return seconds
+
+
+def _duration_seconds(value: str | int | float) -> float:
     if isinstance(value, bool):
         raise ValueError(f"duration must be seconds or a string like '2h', not {value!r}")
     if isinstance(value, int | float):
-        return float(value)
+        return _as_float(value)
     text = str(value).strip()
     if not text:
         raise ValueError("duration is empty: expected e.g. '90s', '2h', '1h30m'")

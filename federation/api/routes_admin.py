@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from federation.api.deps import AuditEntry, Caller, State, audited, read_document, require_admin
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid
+from federation.api.state import UnreadableTree
 from federation.models import JobState, QueueNode, QueueTree, QueueTreeConfig
 
 router = APIRouter(tags=["queues"], responses=ERROR_RESPONSES)
@@ -72,7 +73,10 @@ async def put_queues(
     except ValidationError as exc:
         raise invalid(exc, "queue tree") from None
     new_tree = QueueTree(config)
-    old_tree = await state.queues.get()
+    try:
+        old_tree = await state.queues.get()
+    except UnreadableTree:
+        old_tree = None  # this apply is the repair; which leaves had jobs cannot be read from it
     counts = await _counts(state, old_tree) if old_tree is not None else {}
     busy = [queue for queue in counts if (node := new_tree.get(queue)) is None or not node.is_leaf]
     if busy:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from pydantic import ValidationError
 
 from federation import keys
+from federation.api.errors import ApiError, field_path
 from federation.audit import AuditLog
 from federation.auth import TokenStore
 from federation.clusters import ClusterService
@@ -33,6 +35,19 @@ class ApiMetrics:
         self.latency = Histogram("fedq_api_request_seconds", "API request latency", ["route"], registry=self.registry)
 
 
+class UnreadableTree(ApiError):
+    """The stored tree fails today's checks (written before them, or by hand): a 503 naming the repair,
+    which is applying a tree, rather than a 500 on every route that reads it."""
+
+    def __init__(self, exc: ValidationError) -> None:
+        first = exc.errors(include_url=False)[0]
+        super().__init__(
+            503,
+            f"the stored queue tree cannot be read ({field_path(first['loc'])}: {first['msg']}): an admin must "
+            "apply a valid one with `fedq queues apply FILE` (PUT /v1/queues)",
+        )
+
+
 class QueueTreeCache:
     """The applied queue tree, re-parsed only when its key's revision moves (several API replicas)."""
 
@@ -46,7 +61,10 @@ class QueueTreeCache:
         if kv is None:
             self._revision, self._tree = -1, None
         elif kv.mod_revision != self._revision:
-            self._tree = QueueTree(QueueTreeConfig.model_validate_json(kv.value))
+            try:
+                self._tree = QueueTree(QueueTreeConfig.model_validate_json(kv.value))
+            except ValidationError as exc:
+                raise UnreadableTree(exc) from None
             self._revision = kv.mod_revision
         return self._tree
 

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from federation.models.job import JobRecord, JobSpecBody, JobState, _check_labels
+from federation.models.numbers import Integer
 from federation.models.resources import Resources
 from policies import resources as res
 
@@ -30,14 +31,14 @@ class ClusterState(StrEnum):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 
 class NodeReport(_Strict):
     """One node, or one node shape with ``count`` identical nodes when the cluster is large."""
 
     name: str = Field(min_length=1, max_length=253)
-    count: int = Field(1, ge=1)
+    count: Integer = Field(1, ge=1)
     allocatable: Resources
     free: Resources
     labels: dict[str, str] = Field(default_factory=dict)
@@ -59,7 +60,7 @@ def summed(nodes: Iterable[NodeReport], *, free: bool = False) -> dict[str, floa
 
 class RunningJob(_Strict):
     job_id: str = Field(min_length=1, max_length=128)
-    epoch: int = Field(ge=0)
+    epoch: Integer = Field(ge=0)
     resources: Resources
     started_at: float | None = None
     expected_end: float | None = None
@@ -69,10 +70,10 @@ class StatusUpdate(_Strict):
     """A job-level state change observed by the agent (tasks are summarised into the job)."""
 
     job_id: str = Field(min_length=1, max_length=128)
-    epoch: int = Field(ge=0)
+    epoch: Integer = Field(ge=0)
     state: JobState
     time: float
-    exit_code: int | None = None
+    exit_code: Integer | None = None
     reason: str = Field("", max_length=1024)
     log_tail: str = Field("", max_length=LOG_TAIL_MAX)
     final: bool = False
@@ -97,7 +98,7 @@ class ClusterReport(_Strict):
     nodes: list[NodeReport] = Field(default_factory=list, max_length=MAX_NODES_PER_REPORT)
     running: list[RunningJob] = Field(default_factory=list, max_length=MAX_RUNNING_PER_REPORT)
     updates: list[StatusUpdate] = Field(default_factory=list, max_length=MAX_ITEMS_PER_REPORT)
-    known: list[tuple[str, int]] | None = Field(
+    known: list[tuple[str, Integer]] | None = Field(
         None, description="(job_id, epoch) of every run the agent holds; sent after a restart to reconcile"
     )
 
@@ -165,10 +166,10 @@ class ReportReply(_Strict):
     cancellations: list[Cancellation] = Field(default_factory=list)
     refused: list[dict[str, Any]] = Field(default_factory=list)
     state: ClusterState = ClusterState.READY
-
     lease: float | None = Field(None, gt=0)
     """The federation's ``cluster.lostAfter``: how long the agent may keep its runs without a reply
     (its job lease); past it the agent stops them, as the federation requeues them at ``requeueAfter``."""
+
 
 class JoinRequest(_Strict):
     token: str = Field(min_length=1, max_length=256)

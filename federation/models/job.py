@@ -13,10 +13,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from federation.lifecycle.states import JobEvent, JobState
+from federation.models.numbers import Integer, positive_seconds
 from federation.models.resources import Resources
 from federation.models.stored import STORED, stored
 from policies import resources as res
-from policies.units import parse_duration
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
@@ -28,12 +28,7 @@ MAX_RETRIES = 100
 
 
 def _duration(value: Any, info: ValidationInfo) -> float:
-    if stored(info):
-        return float(value)
-    seconds = parse_duration(value)
-    if seconds <= 0:
-        raise ValueError(f"duration must be positive (got {value!r})")
-    return seconds
+    return float(value) if stored(info) else positive_seconds(value)
 
 
 Duration = Annotated[float, BeforeValidator(_duration)]
@@ -49,12 +44,12 @@ def _check_labels(labels: dict[str, str], what: str) -> dict[str, str]:
 
 
 class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, str_strip_whitespace=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, str_strip_whitespace=True, allow_inf_nan=False)
 
 
 class TaskSpec(StrictModel):
     name: str = "main"
-    replicas: int = Field(1, ge=1, le=MAX_REPLICAS)
+    replicas: Integer = Field(1, ge=1, le=MAX_REPLICAS)
     resources: Resources = Field(default_factory=dict)
     command: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
@@ -91,7 +86,7 @@ class TaskSpec(StrictModel):
 
 
 class ArraySpec(StrictModel):
-    count: int = Field(ge=1)
+    count: Integer = Field(ge=1)
 
 
 class Metadata(StrictModel):
@@ -113,14 +108,14 @@ class Metadata(StrictModel):
 
 class JobSpecBody(StrictModel):
     queue: str
-    priority: int = Field(0, ge=-1_000_000, le=1_000_000)
+    priority: Integer = Field(0, ge=-1_000_000, le=1_000_000)
     walltime: Duration | None = None
-    min_available: int | None = Field(None, alias="minAvailable", ge=1)
+    min_available: Integer | None = Field(None, alias="minAvailable", ge=1)
     preemptible: bool = False
     cluster_selector: dict[str, str] = Field(default_factory=dict, alias="clusterSelector")
     tasks: list[TaskSpec] = Field(min_length=1, max_length=64)
     array: ArraySpec | None = None
-    max_retries: int | None = Field(None, alias="maxRetries", ge=0, le=MAX_RETRIES)
+    max_retries: Integer | None = Field(None, alias="maxRetries", ge=0, le=MAX_RETRIES)
     """Failed runs retried before the job ends Failed; None: the federation's ``jobs.maxRetries``."""
 
     @field_validator("queue")

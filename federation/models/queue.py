@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from federation.models.numbers import Weight, positive_seconds
 from federation.models.resources import Resources
 from policies.format import format_quantity
-from policies.units import parse_duration
 
 _QUEUE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$")
 _TENANT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$")
@@ -26,14 +26,14 @@ def check_tenant_name(name: str) -> str:
 
 
 class QueueConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
     name: str
-    weight: float = Field(1.0, gt=0)
+    weight: Weight = 1.0
     guarantee: Resources = Field(default_factory=dict)
     cap: Resources = Field(default_factory=dict)
     accept_surplus: bool = Field(True, alias="acceptSurplus")
-    priority_factor: float = Field(1.0, gt=0, alias="priorityFactor")
+    priority_factor: Weight = Field(1.0, alias="priorityFactor")
     half_life: float | None = Field(None, alias="halfLife")
     tenants: list[str] = Field(default_factory=list)
     children: list[QueueConfig] = Field(default_factory=list)
@@ -48,12 +48,7 @@ class QueueConfig(BaseModel):
     @field_validator("half_life", mode="before")
     @classmethod
     def _half_life(cls, value: Any) -> float | None:
-        if value is None:
-            return None
-        seconds = parse_duration(value)
-        if seconds <= 0:
-            raise ValueError("halfLife must be positive")
-        return seconds
+        return None if value is None else positive_seconds(value)
 
     @field_validator("tenants")
     @classmethod

@@ -5,6 +5,7 @@ Names follow Kubernetes' resource-name rules so the same job spec is valid on ev
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Any
 
@@ -18,6 +19,9 @@ _RESOURCE_NAME = re.compile(
     r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
 MAX_RESOURCE_NAME = 253
+MAX_QUANTITY = 2.0**63
+"""The largest quantity of any resource (Kubernetes keeps quantities in 64 bits): 1e308 cpus would sum to
+infinity over a job's tasks, and infinity is no amount a cluster can compare."""
 GPU = "nvidia.com/gpu"
 """fedq's name for a GPU on every backend; a backend translates it to its own (Ray: ``GPU``)."""
 ALIASES = {"gpu": GPU}
@@ -39,8 +43,10 @@ def parse_resources(value: Any) -> dict[str, float]:
             amount = parse_quantity(quantity)
         except ValueError as exc:
             raise ValueError(f"resource {name!r}: {exc}") from None
-        if amount != amount or amount in (float("inf"), float("-inf")):
+        if not math.isfinite(amount):
             raise ValueError(f"resource {name!r}: quantity must be finite")
+        if amount > MAX_QUANTITY:
+            raise ValueError(f"resource {name!r}: quantity must be at most 2^63 (got {quantity!r})")
         if amount < 0:
             raise ValueError(f"resource {name!r}: quantity must not be negative (got {quantity!r})")
         canonical = ALIASES.get(name, name)

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from federation import keys
+from tests.api.conftest import QUEUES
 from tests.api.support import Api, job_spec
 
 
@@ -167,6 +169,128 @@ CASES: list[tuple[str, str | None, str, str, Any, int, str]] = [
         422,
         "queues[0].weight",
     ),
+    (
+        "queue-weight-infinity",
+        "admin",
+        "PUT",
+        "/v1/queues",
+        b'{"queues": [{"name": "x", "weight": Infinity}]}',
+        422,
+        "queues[0].weight",
+    ),
+    ("queue-weight-nan", "admin", "PUT", "/v1/queues", b'{"queues": [{"name": "x", "weight": NaN}]}', 422, "finite"),
+    ("queue-weight-huge", "admin", "PUT", "/v1/queues", {"queues": [{"name": "x", "weight": 1e300}]}, 422, "1000000"),
+    (
+        "queue-priority-factor-true",
+        "admin",
+        "PUT",
+        "/v1/queues",
+        {"queues": [{"name": "x", "priorityFactor": True}]},
+        422,
+        "queues[0].priorityFactor: must be a number, not the boolean true",
+    ),
+    (
+        "queue-guarantee-1e308",
+        "admin",
+        "PUT",
+        "/v1/queues",
+        {"queues": [{"name": "x", "guarantee": {"cpu": 1e308}}]},
+        422,
+        "resource 'cpu': quantity must be at most 2^63",
+    ),
+    (
+        "queue-cap-infinity-yaml",
+        "admin",
+        "PUT",
+        "/v1/queues",
+        "queues: [{name: x, cap: {memory: .inf}}]",
+        422,
+        "resource 'memory': quantity must be finite",
+    ),
+    (
+        "queue-half-life-inf",
+        "admin",
+        "PUT",
+        "/v1/queues",
+        {"queues": [{"name": "x", "halfLife": "inf"}]},
+        422,
+        "queues[0].halfLife: duration must be finite",
+    ),
+    (
+        "replicas-true",
+        "alice",
+        "POST",
+        "/v1/jobs",
+        with_task(replicas=True),
+        422,
+        "spec.tasks[0].replicas: must be a number, not the boolean true",
+    ),
+    ("priority-true", "alice", "POST", "/v1/jobs", with_spec(priority=True), 422, "spec.priority: must be a number"),
+    ("array-count-true", "alice", "POST", "/v1/jobs", with_spec(array={"count": True}), 422, "spec.array.count"),
+    (
+        "max-retries-false",
+        "alice",
+        "POST",
+        "/v1/jobs",
+        with_spec(maxRetries=False),
+        422,
+        "spec.maxRetries: must be a number, not the boolean false",
+    ),
+    (
+        "cpu-1e308",
+        "alice",
+        "POST",
+        "/v1/jobs",
+        with_task(resources={"cpu": 1e308}),
+        422,
+        "spec.tasks[0].resources: resource 'cpu': quantity must be at most 2^63",
+    ),
+    (
+        "memory-as-huge-string",
+        "alice",
+        "POST",
+        "/v1/jobs",
+        with_task(resources={"memory": "1e300"}),
+        422,
+        "resource 'memory': quantity must be at most 2^63",
+    ),
+    (
+        "walltime-inf",
+        "alice",
+        "POST",
+        "/v1/jobs",
+        with_spec(walltime="inf"),
+        422,
+        "spec.walltime: duration must be finite",
+    ),
+    (
+        "walltime-1e400",
+        "alice",
+        "POST",
+        "/v1/jobs",
+        json.dumps(job_spec()).replace('"1h"', "1e400").encode(),
+        422,
+        "spec.walltime: duration must be finite",
+    ),
+    (
+        "walltime-over-100-years",
+        "alice",
+        "POST",
+        "/v1/jobs",
+        with_spec(walltime="40000d"),
+        422,
+        "spec.walltime: duration must be at most 36500d",
+    ),
+    (
+        "runtime-nan",
+        "alice",
+        "POST",
+        "/v1/jobs",
+        with_task(runtime="nan"),
+        422,
+        "spec.tasks[0].runtime: duration must be finite",
+    ),
+    ("ttl-huge-yaml-int", "admin", "POST", "/v1/clusters/east/tokens", "ttl: 1" + "0" * 400, 422, "finite"),
     ("tenant-makes-tokens", "alice", "POST", "/v1/tenants/alice/tokens", None, 403, "needs an admin token"),
     ("bad-tenant-name", "admin", "POST", "/v1/tenants/Not%20OK/tokens", None, 422, "invalid tenant name"),
     ("unknown-job", "alice", "GET", "/v1/jobs/nosuchjob", None, 404, "not found (finished jobs are removed 7d after"),
@@ -220,3 +344,19 @@ async def test_a_queue_with_jobs_cannot_be_removed(api: Api) -> None:
     assert response.status_code == 409
     assert "research.vision" in response.json()["error"]
     assert await api.store.revision() == before
+
+
+async def test_a_stored_tree_that_fails_the_checks_is_a_503_naming_the_repair(api: Api) -> None:
+    """A tree written before today's checks (an infinite weight was stored as null) breaks no route with a
+    500: readers answer 503 saying to apply a tree, and applying one repairs it."""
+    await api.store.put(keys.QUEUES, b'{"queues": [{"name": "x", "weight": null}]}')
+    for path in ("/v1/queues", "/v1/reports/quota"):
+        response = await api.http.get(path, headers=api.auth("admin"))
+        assert response.status_code == 503, response.text
+        assert "stored queue tree cannot be read (queues[0].weight" in response.json()["error"]
+        assert "PUT /v1/queues" in response.json()["error"]
+    submitted = await api.http.post("/v1/jobs", json=job_spec(), headers=api.auth("alice"))
+    assert submitted.status_code == 503
+    applied = await api.http.put("/v1/queues", json=QUEUES, headers=api.auth("admin"))
+    assert applied.status_code == 200, applied.text
+    assert (await api.http.get("/v1/queues", headers=api.auth("alice"))).status_code == 200
