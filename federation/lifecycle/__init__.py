@@ -10,6 +10,7 @@ from federation.lifecycle.events import (
     Effect,
     Event,
     Mark,
+    NotAdmitted,
     Reclaim,
     Requeued,
     RetryPolicy,
@@ -18,7 +19,16 @@ from federation.lifecycle.events import (
     StopOrder,
     Unassign,
 )
-from federation.lifecycle.machine import MOVES, IllegalTransition, Move, Outcome, submitted, transition, usage
+from federation.lifecycle.machine import (
+    MOVES,
+    IllegalTransition,
+    Move,
+    Outcome,
+    dispatched_at,
+    submitted,
+    transition,
+    usage,
+)
 from federation.lifecycle.states import ON_CLUSTER, QUEUED_STATES, TERMINAL_STATES, JobEvent, JobState
 
 __all__ = [
@@ -39,6 +49,7 @@ __all__ = [
     "JobState",
     "Mark",
     "Move",
+    "NotAdmitted",
     "Outcome",
     "Reclaim",
     "Requeued",
@@ -47,6 +58,7 @@ __all__ = [
     "RunStopped",
     "StopOrder",
     "Unassign",
+    "dispatched_at",
     "submitted",
     "transition",
     "usage",

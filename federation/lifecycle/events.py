@@ -1,6 +1,7 @@
 """What can happen to a job (events) and what a move sets off (effects), as plain data.
 
-Events come from three places: the scheduler (dispatch, marks, reclaim, a lost cluster), the job's
+Events come from three places: the scheduler (dispatch, marks, reclaim, a lost cluster, an admission
+timeout), the job's
 cluster through its agent's reports (admitted, started, finished, handed back), and people through
 the API (cancel). Effects are what the caller carries out: the production path turns the key effects
 into ops of the job's CAS txn (``federation.jobs.change_of``), the simulator into its in-memory
@@ -47,6 +48,15 @@ class ClusterLost:
 
 
 @dataclass(frozen=True, slots=True)
+class NotAdmitted:
+    """The job's cluster took it but has not admitted it within ``cluster.admitWithin`` (``within``
+    seconds): it goes back to the queue rather than wait there for ever."""
+
+    cluster: str
+    within: float
+
+
+@dataclass(frozen=True, slots=True)
 class Cancel:
     """Someone cancels the job: at once while it waits, through its cluster's agent while it runs."""
 
@@ -81,7 +91,7 @@ class AgentUpdate:
     final: bool = False  # a failure that running again would only repeat (walltime exceeded)
 
 
-Event = Dispatch | Mark | Reclaim | ClusterLost | Cancel | AgentUpdate
+Event = Dispatch | Mark | Reclaim | ClusterLost | NotAdmitted | Cancel | AgentUpdate
 
 # ---- effects -----------------------------------------------------------------------------------
 
@@ -136,7 +146,8 @@ class RunStopped:
 
 @dataclass(frozen=True, slots=True)
 class Requeued:
-    """The job went back to the queue from ``cluster``; ``why`` is lost, evicted, handed-back or retry."""
+    """The job went back to the queue from ``cluster``; ``why`` is lost, not admitted, evicted, handed
+    back or retry."""
 
     cluster: str
     why: str

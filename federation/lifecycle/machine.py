@@ -26,6 +26,7 @@ from federation.lifecycle.events import (
     Effect,
     Event,
     Mark,
+    NotAdmitted,
     Reclaim,
     Requeued,
     RunStarted,
@@ -84,6 +85,12 @@ MOVES: dict[str, Move] = {
         _row("cancelled", {D, A, X}, {C, P}, "Pending when reclaim asked (preemptions + 1); usage stops"),
         _row("handed back", {D, A, X}, {P, C}, "Pending, not a retry; Cancelled if a cancel was asked"),
         _row("cluster lost", {D, A, X}, {P, C}, "Pending, not a retry; Cancelled if a cancel was asked"),
+        _row(
+            "not admitted",
+            {D},
+            {P, C},
+            "after cluster.admitWithin: Pending, not a retry; Cancelled if a cancel was asked",
+        ),
     )
 }
 
@@ -133,6 +140,8 @@ def transition(record: JobRecord, event: Event, now: float) -> Outcome | None:
             return _with_usage(record, new, cleanup)
         new = _requeue(record, now, f"requeued: cluster {event.cluster} lost")
         return _with_usage(record, new, (*cleanup, Requeued(event.cluster, "lost")))
+    if isinstance(event, NotAdmitted):
+        return _not_admitted(record, event, now)
     raise TypeError(f"not a lifecycle event: {event!r}")
 
 
@@ -182,6 +191,31 @@ def _with_usage(old: JobRecord, new: JobRecord, effects: tuple[Effect, ...]) -> 
         if change is not None:
             effects = (*effects, change)
     return Outcome(new, effects)
+
+
+def _not_admitted(record: JobRecord, event: NotAdmitted, now: float) -> Outcome:
+    """Taken but never admitted: whatever the cluster still holds of it is fenced by the next epoch."""
+    _allow("not admitted", record)
+    if record.cluster != event.cluster:
+        raise IllegalTransition(f"job is on {record.cluster or 'no cluster'}, not on {event.cluster}")
+    cleanup: tuple[Effect, ...] = (Unassign(record.cluster), DropStopOrder(record.cluster))
+    waited = format_span(event.within)
+    if record.cancel_requested:
+        reason = f"cancelled: cluster {event.cluster} did not admit it within {waited} to confirm the cancel"
+        return Outcome(_move(record, C, now, reason, end_time=now), cleanup)
+    new = _requeue(record, now, f"requeued: cluster {event.cluster} did not admit it within {waited}")
+    return Outcome(new, (*cleanup, Requeued(event.cluster, "not admitted")))
+
+
+def dispatched_at(record: JobRecord) -> float | None:
+    """When a Dispatched job was sent to its cluster (later entries while Dispatched, a cancel or a
+    reclaim asked, do not restart its wait for admission); None in any other state."""
+    if record.state is not D:
+        return None
+    for entry in reversed(record.events):
+        if entry.target is D and entry.source is not D:
+            return entry.time
+    return None
 
 
 def _cancel(record: JobRecord, event: Cancel, now: float) -> Outcome | None:

@@ -3,7 +3,8 @@
 Every replica loads the store once (one snapshot), then follows a watch from the snapshot's
 revision, so every change is applied incrementally and none is missed. Only the leader schedules;
 the others stand by with the state warm, so a takeover costs the lease's expiry, not a reload of
-every job. Each cycle the leader requeues jobs of lost clusters, plans, and commits dispatches,
+every job. Each cycle the leader requeues jobs of lost clusters and those a cluster took but did not
+admit within ``cluster.admitWithin``, plans, and commits dispatches,
 reservations, Unschedulable marks and reclaim requests, publishes what ``fedq explain`` needs
 under ``status/scheduler``, and keeps the store bounded (``upkeep``).
 """
@@ -27,7 +28,7 @@ from federation.collector import keep_long_lived
 from federation.config import FederationConfig
 from federation.jobs import Change
 from federation.leader import LeaderElection
-from federation.lifecycle import ClusterLost, Dispatch, Event, Reclaim, usage
+from federation.lifecycle import ClusterLost, Dispatch, Event, NotAdmitted, Reclaim, usage
 from federation.models import JobRecord, QueueTree, QueueTreeConfig
 from federation.models.cluster import ClusterRecord, LatestReport
 from federation.reports.source import queue_half_lives
@@ -309,6 +310,7 @@ class SchedulerService:
         started = perf_counter()
         now = self.clock.now()
         await self._requeue_lost(now)
+        await self._requeue_not_admitted(now)
         plan = self.scheduler.plan(self.state, self.accountant.usage(now), self._conf(now))
         dispatches = self._changes([(job_id, Dispatch(cluster)) for job_id, cluster in plan.dispatches], now)
         evictions = self._changes([(job_id, Reclaim(reason)) for job_id, _cluster, reason in plan.evictions], now)
@@ -365,6 +367,16 @@ class SchedulerService:
                 landed = await self._commit(changes)
                 self.metrics.requeued.labels(cluster=name).inc(len(landed))
                 log.warning("requeued jobs of a lost cluster", cluster=name, jobs=len(landed))
+
+    async def _requeue_not_admitted(self, now: float) -> None:
+        """Jobs a cluster took but did not admit within ``cluster.admitWithin`` go back to the queue."""
+        assert self.state is not None
+        within = self.config.cluster.admit_within
+        late = self.state.not_admitted(now, within)
+        changes = self._changes([(job_id, NotAdmitted(cluster, within)) for job_id, cluster in late], now)
+        if changes:
+            landed = await self._commit(changes)
+            log.warning("requeued jobs their clusters did not admit", jobs=len(landed), within=within)
 
     async def _commit(self, changes: list[Change]) -> list[Change]:
         """Commit, and account for what landed (the watch skips our own commits)."""

@@ -11,7 +11,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Literal
 
-from federation.lifecycle import ON_CLUSTER
+from federation.lifecycle import ON_CLUSTER, dispatched_at
 from federation.models import JobRecord, JobState, QueueTree
 from federation.models.cluster import ClusterReport, LatestReport, NodeReport, summed
 from federation.scheduler.job_view import held_by, job_info
@@ -100,6 +100,7 @@ class FederationState:
         # (id -> that time), with a heap by time whose stale entries are dropped as they come up.
         self._backoff: dict[str, float] = {}
         self._backoff_by_time: list[tuple[float, str]] = []
+        self._dispatched: dict[str, float] = {}  # Dispatched jobs (not admitted yet): id -> dispatched at
 
     # ---- jobs --------------------------------------------------------------------------------
 
@@ -131,6 +132,11 @@ class FederationState:
             self._leave_cluster(record.id, old.cluster)
         entry = Entry(info, record.state, revision, raw, record.cluster, record.epoch, record.start_time)
         self.entries[record.id] = entry
+        sent = dispatched_at(record)
+        if sent is None:
+            self._dispatched.pop(record.id, None)
+        else:
+            self._dispatched[record.id] = sent
         if record.state in (JobState.RESERVED, JobState.UNSCHEDULABLE):
             self.marked.add(record.id)
         else:
@@ -161,6 +167,7 @@ class FederationState:
         self.marked.discard(job_id)
         self._never_fits.pop(job_id, None)
         self._backoff.pop(job_id, None)
+        self._dispatched.pop(job_id, None)
         self.pending.remove(job_id)
         if entry.cluster:
             self._leave_cluster(job_id, entry.cluster)
@@ -333,6 +340,11 @@ class FederationState:
 
     def lost_clusters(self, now: float, after: float) -> list[str]:
         return [v.name for v in self.clusters.values() if v.lost(now, after)]
+
+    def not_admitted(self, now: float, within: float) -> list[tuple[str, str]]:
+        """(job, cluster) of the jobs Dispatched longer than ``within`` ago, in dispatch order."""
+        late = [(at, job_id) for job_id, at in self._dispatched.items() if now - at > within]
+        return [(job_id, self.entries[job_id].cluster) for _, job_id in sorted(late)]
 
     # ---- the snapshot a cycle works on ---------------------------------------------------------
 

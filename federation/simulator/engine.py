@@ -41,6 +41,7 @@ from federation.lifecycle import (
     Event,
     IllegalTransition,
     Mark,
+    NotAdmitted,
     Outcome,
     Reclaim,
     Requeued,
@@ -251,21 +252,29 @@ class Engine:
             self._wake(action.at + after + self.config.cycle_period)
 
     def _requeue_lost(self) -> bool:
-        """As the service does before each cycle: the jobs of clusters silent past ``requeueAfter``."""
+        """As the service does before each cycle: the jobs of clusters silent past ``requeueAfter``,
+        then those taken but not admitted within ``admitWithin`` (a silent cluster's: a simulated
+        agent admits what it is sent at once)."""
+        now, cluster = self.clock.now(), self.config.cluster
+        lost = self.state.lost_clusters(now, cluster.requeue_after)
+        moved = self._requeue([(j, ClusterLost(n)) for n in lost for j in sorted(self.state.clusters[n].jobs)])
+        late = self.state.not_admitted(now, cluster.admit_within)
+        return self._requeue([(j, NotAdmitted(c, cluster.admit_within)) for j, c in late]) or moved
+
+    def _requeue(self, events: list[tuple[str, Event]]) -> bool:
         moved = False
-        for name in self.state.lost_clusters(self.clock.now(), self.config.cluster.requeue_after):
-            for job_id in sorted(self.state.clusters[name].jobs):
-                job = self.jobs[job_id]
-                outcome = self._move(job, ClusterLost(name))
-                if outcome is None:
-                    continue
-                moved = True
-                if outcome.record.state.terminal:
-                    self.state.remove_job(job_id)
-                    self._finish(job, outcome.record.state.value, outcome.record.reason)
-                else:
-                    job.start, job.cluster = None, ""
-                    self._upsert(job)
+        for job_id, event in events:
+            job = self.jobs[job_id]
+            outcome = self._move(job, event)
+            if outcome is None:
+                continue
+            moved = True
+            if outcome.record.state.terminal:
+                self.state.remove_job(job_id)
+                self._finish(job, outcome.record.state.value, outcome.record.reason)
+            else:
+                job.start, job.cluster = None, ""
+                self._upsert(job)
         return moved
 
     def _plan(self) -> CyclePlan:
@@ -296,6 +305,8 @@ class Engine:
         for job_id, cluster in plan.dispatches:
             self._move(self.jobs[job_id], Dispatch(cluster))
             self._upsert(self.jobs[job_id])
+            if cluster in self._silent:  # it never hears of the job: requeued after admitWithin
+                self._wake(now + self.config.cluster.admit_within + self.config.cycle_period)
         for job_id, mark in marks(plan, self.state):
             if self._move(self.jobs[job_id], mark) is not None:
                 self._upsert(self.jobs[job_id])

@@ -1,11 +1,12 @@
 """The lifecycle's promises under random event sequences (a hypothesis state machine), and worked cases.
 
 A few jobs on two clusters take any event at any time: dispatch, marks, reclaim, cancel, a lost
-cluster, and agent reports of any state, for the current run or a stale one, in any order. After
-every step: each move is a row of ``MOVES``; epochs only grow; no epoch runs twice; every usage start
-has one stop and a job off its cluster holds none; terminal states are final; a requested cancel ends
-Cancelled (or Succeeded, when the run had already finished); a takeover that rebuilds the accounting
-from the record history (``usage`` on each version, as the feed does) finds the live accounting.
+cluster, a cluster's admission timeout, and agent reports of any state, for the current run or a
+stale one, in any order. After every step: each move is a row of ``MOVES``; epochs only grow; no
+epoch runs twice; every usage start has one stop and a job off its cluster holds none; terminal states
+are final; a requested cancel ends Cancelled (or Succeeded, when the run had already finished); a
+takeover that rebuilds the accounting from the record history (``usage`` on each version, as the feed
+does) finds the live accounting.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from federation.lifecycle import (
     IllegalTransition,
     JobState,
     Mark,
+    NotAdmitted,
     Reclaim,
     RetryPolicy,
     RunStarted,
@@ -124,6 +126,10 @@ class Lifecycle(RuleBasedStateMachine):
     @rule(job=st.sampled_from(["j0", "j1", "j2"]), cluster=st.sampled_from(CLUSTERS))
     def cluster_lost(self, job: str, cluster: str) -> None:
         self.apply(job, ClusterLost(cluster))
+
+    @rule(job=st.sampled_from(["j0", "j1", "j2"]), cluster=st.sampled_from(CLUSTERS))
+    def not_admitted(self, job: str, cluster: str) -> None:
+        self.apply(job, NotAdmitted(cluster, 300.0))
 
     @rule(
         job=st.sampled_from(["j0", "j1", "j2"]),
@@ -243,3 +249,13 @@ def test_illegal_moves_name_the_state() -> None:
     done = run(new_job("j"), Cancel("alice"))
     with pytest.raises(IllegalTransition, match="already Cancelled"):
         transition(done, Cancel("bob"), 1.0)
+
+
+def test_a_job_not_admitted_in_time_goes_back_to_the_queue_and_its_old_run_is_fenced() -> None:
+    job = run(new_job("j"), Dispatch("east"), NotAdmitted("east", 300.0))
+    assert (job.state, job.cluster, job.attempt, job.retries) == (JobState.PENDING, "", 1, 0)
+    with pytest.raises(IllegalTransition):  # the cluster admits it late: too late, that run is stale
+        transition(job, on_east(JobState.ADMITTED), 200.0)
+    running = run(new_job("k"), Dispatch("east"), on_east(JobState.ADMITTED))
+    with pytest.raises(IllegalTransition):  # admitted in time: no timeout
+        transition(running, NotAdmitted("east", 300.0), 200.0)
