@@ -14,10 +14,25 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from federation.models.job import MAX_RETRIES
 from federation.models.numbers import UsageWeight, positive_seconds, seconds
-from policies.units import format_duration
+from policies.units import format_duration, parse_quantity
 
 Seconds = Annotated[float, BeforeValidator(seconds)]
 """A duration in a config file ('90s', '5m', a number of seconds), not negative."""
+
+
+KIB = 1024
+MIB = 1024 * KIB
+
+
+def _bytes(value: Any) -> int:
+    amount = parse_quantity(value)
+    if not (amount >= 1 and amount.is_integer() and amount < 2**63):
+        raise ValueError(f"must be a whole number of bytes, at least 1, e.g. 262144 or 256Ki (got {value!r})")
+    return int(amount)
+
+
+Bytes = Annotated[int, BeforeValidator(_bytes)]
+"""A size in a config file: bytes, or a quantity such as ``256Ki`` or ``1Gi``."""
 
 
 class _Section(BaseModel):
@@ -91,6 +106,10 @@ class StoreUpkeepConfig(_Section):
 
     compact_every: float = Field(300.0, alias="compactEvery")
     keep_finished: float = Field(7 * 86400.0, alias="keepFinished")
+    budget_bytes: Bytes = Field(1536 * MIB, alias="budgetBytes")
+    """New work is refused (503, "store nearly full") once etcd's database reaches this: keep it below
+    etcd's ``--quota-backend-bytes`` (2 GiB by default) so etcd's NOSPACE alarm, which stops every
+    write, is never reached through the API."""
 
     @field_validator("compact_every", "keep_finished", mode="before")
     @classmethod
@@ -126,6 +145,32 @@ class ApiLimits(_Section):
 DAY = 86400.0
 DEFAULT_TOKEN_TTL = 30 * DAY
 
+    max_record_bytes: Bytes = Field(256 * KIB, alias="maxRecordBytes", le=MIB)
+    """One job's stored record at submit, well under etcd's 1.5 MiB request limit: room is left for the
+    events a record gathers while it runs, and a txn of several records stays one request."""
+
+
+class Quota(_Section):
+    """What one tenant may have unfinished (submitted, not yet ended) at once; None: no limit."""
+
+    jobs: int | None = Field(None, ge=1)
+    tasks: int | None = Field(None, ge=1)
+    """Tasks of those jobs (each task's replicas counted, arrays' elements each)."""
+    bytes: Bytes | None = None
+    """Their records' bytes in the store."""
+
+
+class QuotasConfig(_Section):
+    """Per-tenant quotas: ``default`` for every tenant, ``tenants.<name>`` overrides field by field."""
+
+    default: Quota = Field(default_factory=lambda: Quota(jobs=50_000, tasks=1_000_000, bytes=256 * MIB))
+    tenants: dict[str, Quota] = Field(default_factory=dict)
+
+    def of(self, tenant: str) -> Quota:
+        override = self.tenants.get(tenant)
+        if override is None:
+            return self.default
+        return self.default.model_copy(update=override.model_dump(exclude_none=True))
 
 class AuthConfig(_Section):
     """How long tokens live. Every token expires but a cluster's credential, which is replaced when the
@@ -187,6 +232,7 @@ class FederationConfig(_Section):
     @classmethod
     def _save_every(cls, value: Any) -> float:
         return seconds(value)
+    quotas: QuotasConfig = Field(default_factory=QuotasConfig)
 
     @field_validator("cycle_period", mode="before")
     @classmethod

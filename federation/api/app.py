@@ -20,6 +20,7 @@ from federation.clusters import ClusterService
 from federation.config import FederationConfig
 from federation.jobs import JobRepository
 from federation.models import QueueTreeConfig
+from federation.quotas import StoreBudget
 from federation.store import Store
 from policies.clock import Clock, SystemClock
 
@@ -47,6 +48,7 @@ def create_app(
         clusters=ClusterService(store, jobs, tokens, clock, config.jobs, config.cluster),
         metrics=ApiMetrics(),
         audit=AuditLog(config.audit.log, clock),
+        budget=StoreBudget(store, clock, config.store.budget_bytes),
     )
 
     @asynccontextmanager

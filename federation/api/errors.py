@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from federation.store import StoreUnavailable
+from federation.store import RequestTooLarge, StoreFull, StoreUnavailable
 
 
 class ErrorField(BaseModel):
@@ -41,9 +41,10 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     403: _documented("the token's role or tenant may not do this"),
     404: _documented("no such job, queue, cluster or tenant (finished jobs are removed after store.keepFinished)"),
     409: _documented("the object changed or exists already: read it again and retry"),
-    413: _documented("the body or the number of jobs in it is over the API's limits"),
+    413: _documented("the body, the number of jobs in it or a job's record is over the API's limits"),
+    429: _documented("the tenant's quota (quotas:) would be exceeded: wait for jobs to end"),
     422: _documented("a field is invalid; each one is named in fields"),
-    503: _documented("the store is unavailable: try again"),
+    503: _documented("the store is unavailable, or nearly full: try again later"),
 }
 
 
@@ -142,3 +143,12 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StoreUnavailable)
     async def _store_down(_: Request, exc: StoreUnavailable) -> JSONResponse:
         return JSONResponse(_body(f"the store is unavailable, try again: {exc}"), status_code=503)
+
+    @app.exception_handler(StoreFull)
+    async def _store_full(_: Request, exc: StoreFull) -> JSONResponse:
+        """etcd's NOSPACE alarm or the store budget: nothing was written; reads and cancels still work."""
+        return JSONResponse(_body(str(exc)), status_code=503)
+
+    @app.exception_handler(RequestTooLarge)
+    async def _too_large(_: Request, exc: RequestTooLarge) -> JSONResponse:
+        return JSONResponse(_body(f"the request is too large for the store: {exc}"), status_code=413)

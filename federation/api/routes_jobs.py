@@ -17,6 +17,7 @@ from federation.explain import explain
 from federation.jobs import Conflict, NotFound, StoredJob, expand, index_ranges
 from federation.lifecycle import Cancel
 from federation.models import JobManifest, JobRecord, JobState, QueueTree
+from federation.quotas import OverQuota, check_quota, tenant_usage, usage_of
 from policies.units import format_duration
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], responses=ERROR_RESPONSES)
@@ -142,7 +143,16 @@ async def submit(
             if refused:
                 raise ApiError(422, f"job {elements[0].name!r} could never run: {summary(refused)}", refused)
     records = [record for elements in expanded for record in elements]
+    sizes = _record_sizes(expanded, prefixes, state.config.api.max_record_bytes)
+    adding = usage_of(records, sizes)
+    try:
+        used = await tenant_usage(state.store, tree, owner)
+        check_quota(owner, state.config.quotas.of(owner), used, adding)
+    except OverQuota as exc:
+        raise ApiError(429, str(exc)) from None
+    await state.budget.check(2 * adding.bytes)  # each record and its index entry, about as large at most
     await state.jobs.create(records)
+    state.budget.wrote(adding.bytes)
     for queue, count in Counter(record.queue for record in records).items():
         state.metrics.submitted.labels(queue=queue).inc(count)
     if bulk:
@@ -150,6 +160,23 @@ async def submit(
     if manifests[0].spec.array is not None:
         return {"id": records[0].array_id, "ids": [record.id for record in records]}
     return {"id": records[0].id}
+
+
+def _record_sizes(expanded: list[list[JobRecord]], prefixes: list[str], limit: int) -> list[int]:
+    """Each record's bytes as stored (an array's elements are the size of its first), or a 413 for one
+    over ``api.maxRecordBytes``."""
+    sizes = []
+    for elements, prefix in zip(expanded, prefixes, strict=True):
+        size = len(elements[0].to_bytes())
+        if size > limit:
+            message = (
+                f"would be stored as {size} bytes, over the limit of {limit} (api.maxRecordBytes): keep large "
+                "data out of the spec (env, command), e.g. in a file the job reads"
+            )
+            name = elements[0].name
+            raise ApiError(413, f"job {name!r} {message}", [{"field": f"{prefix}spec", "message": message}])
+        sizes += [size] * len(elements)
+    return sizes
 
 
 async def _owned(state: State, who: Principal, job_id: str) -> StoredJob:

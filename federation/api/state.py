@@ -15,6 +15,7 @@ from federation.clusters import ClusterService
 from federation.config import FederationConfig
 from federation.jobs import JobRepository
 from federation.models import QueueTree, QueueTreeConfig
+from federation.quotas import StoreBudget
 from federation.store import Store
 from policies.clock import Clock
 
@@ -84,3 +85,4 @@ class ServerState:
     clusters: ClusterService
     metrics: ApiMetrics
     audit: AuditLog
+    budget: StoreBudget

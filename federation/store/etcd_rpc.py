@@ -240,7 +240,10 @@ def store_error(error: grpc.aio.AioRpcError) -> Exception:
     if code == grpc.StatusCode.NOT_FOUND and "lease not found" in details:
         return LeaseNotFound(details)
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "space exceeded" in details:
-        return StoreFull(details)
+        return StoreFull(
+            f"the store is full (etcd: {details}): nothing was written; only reads and deletes work until an "
+            "operator compacts and defragments etcd and disarms its NOSPACE alarm"
+        )
     if "request is too large" in details or (
         code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details
     ):

@@ -36,3 +36,21 @@ def test_retry_backoff_doubles_up_to_its_cap_and_bad_values_are_refused() -> Non
     assert FederationConfig().jobs.max_retries == 3
     assert [loc for loc, _ in errors_of({"jobs": {"maxRetries": -1}})] == [("jobs", "maxRetries")]
     assert [loc for loc, _ in errors_of({"jobs": {"retryBackoff": "-5s"}})] == [("jobs", "retryBackoff")]
+
+
+def test_sizes_take_quantities_and_quotas_override_the_default_field_by_field() -> None:
+    config = FederationConfig.model_validate(
+        {
+            "api": {"maxRecordBytes": "128Ki"},
+            "quotas": {"default": {"jobs": 10, "bytes": "1Mi"}, "tenants": {"a": {"jobs": 20}}},
+        }
+    )
+    assert config.api.max_record_bytes == 128 * 1024
+    assert (config.quotas.of("a").jobs, config.quotas.of("a").bytes, config.quotas.of("b").jobs) == (
+        20,
+        1024 * 1024,
+        10,
+    )
+    assert [loc for loc, _ in errors_of({"api": {"maxRecordBytes": "2Mi"}})] == [("api", "maxRecordBytes")]
+    assert [loc for loc, _ in errors_of({"store": {"budgetBytes": "0.5"}})] == [("store", "budgetBytes")]
+    assert [loc for loc, _ in errors_of({"quotas": {"default": {"tasks": 0}}})] == [("quotas", "default", "tasks")]

@@ -1,0 +1,112 @@
+"""Whether the store may take a submit: the tenant's quota (``quotas:``) and the federation's store
+budget (``store.budgetBytes``), checked before anything is written.
+
+A tenant's usage is summed from the job index (``view/<state>/<queue>/<id>``, whose entries carry
+each job's tasks and record size) over its unfinished jobs in the queues it may use, so its cost is
+bounded by the quotas of the tenants sharing those queues, not by the store. Two submits checked at
+once may both pass: a tenant can overshoot by one request per replica at most.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from federation.config import Quota
+from federation.jobs import index_ranges
+from federation.lifecycle import JobState
+from federation.models import JobRecord, QueueTree
+from federation.store import KeyValue, Store, StoreFull
+from policies.clock import Clock
+
+SIZE_FRESH_FOR = 2.0
+"""Seconds a store size read stays good; bytes this replica writes meanwhile are added to it."""
+UNFINISHED = tuple(state.value for state in JobState if not state.terminal)
+
+
+@dataclass(frozen=True)
+class Usage:
+    jobs: int = 0
+    tasks: int = 0
+    bytes: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.jobs + other.jobs, self.tasks + other.tasks, self.bytes + other.bytes)
+
+
+class OverQuota(Exception):
+    """The submit would take the tenant over its quota; the message says which limit and by how much."""
+
+
+def usage_of(records: Sequence[JobRecord], sizes: Sequence[int]) -> Usage:
+    """What ``records`` would add (``sizes``: each record's bytes)."""
+    return Usage(len(records), sum(record.spec.total_replicas for record in records), sum(sizes))
+
+
+async def tenant_usage(store: Store, tree: QueueTree, tenant: str) -> Usage:
+    """The tenant's unfinished jobs, their tasks and record bytes, from the index of its queues."""
+    queues = [node.path for node in tree.leaves() if tree.may_submit(tenant, node.path)]
+    kvs: list[KeyValue] = []
+    for queue in queues:
+        for state in UNFINISHED:
+            for prefix in index_ranges(state, queue):
+                kvs += await store.range(prefix)
+    return await asyncio.to_thread(_sum, kvs, tenant)
+
+
+def _sum(kvs: Sequence[KeyValue], tenant: str) -> Usage:
+    jobs = tasks = size = 0
+    for kv in kvs:
+        item = json.loads(kv.value)
+        if item["tenant"] == tenant:
+            jobs += 1
+            tasks += item.get("tasks", 1)  # entries written before quotas carry neither
+            size += item.get("bytes", 0)
+    return Usage(jobs, tasks, size)
+
+
+def check_quota(tenant: str, quota: Quota, used: Usage, adding: Usage) -> None:
+    """Raise ``OverQuota`` when ``used + adding`` passes any of the quota's limits."""
+    total = used + adding
+    for name, limit, have, asked in (
+        ("jobs", quota.jobs, used.jobs, adding.jobs),
+        ("tasks", quota.tasks, used.tasks, adding.tasks),
+        ("bytes", quota.bytes, used.bytes, adding.bytes),
+    ):
+        if limit is not None and getattr(total, name) > limit:
+            raise OverQuota(
+                f"tenant {tenant!r} is over its quota of {limit} unfinished {name} (quotas.{name}): it has "
+                f"{have} and this request adds {asked}; wait for jobs to end, cancel some, or ask an admin "
+                "for a larger quota"
+            )
+
+
+class StoreBudget:
+    """Refuses new work once the store's size reaches ``budget`` bytes, below etcd's own quota.
+
+    The size is read at most every ``SIZE_FRESH_FOR`` seconds; what this replica accepted since is
+    added to it, so a burst of submits between reads cannot run past the budget unseen."""
+
+    def __init__(self, store: Store, clock: Clock, budget: int) -> None:
+        self._store = store
+        self._clock = clock
+        self._budget = budget
+        self._size = 0
+        self._read_at = float("-inf")
+
+    async def check(self, adding: int) -> None:
+        """Raise ``StoreFull`` if ``adding`` bytes would take the store past its budget."""
+        now = self._clock.now()
+        if now - self._read_at >= SIZE_FRESH_FOR:
+            self._size, self._read_at = await self._store.size(), now
+        if self._size + adding > self._budget:
+            raise StoreFull(
+                f"store nearly full: {self._size} of its {self._budget} bytes budget (store.budgetBytes) used, "
+                f"this request needs {adding} more; try again once finished jobs are removed (store.keepFinished) "
+                "or an operator has compacted and defragmented etcd"
+            )
+
+    def wrote(self, size: int) -> None:
+        self._size += size

@@ -1,0 +1,87 @@
+"""Limits that protect the shared store at submit: a record's size, a tenant's quota, the store's budget.
+Each refusal says the limit and writes nothing."""
+
+from __future__ import annotations
+
+from federation import keys
+from tests.api.conftest import ApiFactory
+from tests.api.support import Api, job_spec
+
+QUOTAS = {"quotas": {"default": {"jobs": 4, "tasks": 10}, "tenants": {"bob": {"jobs": 6}}}}
+
+
+async def _stored(api: Api) -> int:
+    return len(await api.store.range(keys.JOBS))
+
+
+async def test_a_record_over_the_byte_limit_is_413_naming_the_limit_and_its_size(api_on: ApiFactory) -> None:
+    async with api_on(maxRecordBytes=4096) as api:
+        big = job_spec("big", tasks=[{"name": "w", "command": ["echo", "x" * 5000], "resources": {"cpu": 1}}])
+        body = {"jobs": [job_spec("small"), big]}
+        revision = await api.store.revision()
+
+        response = await api.http.post("/v1/jobs", json=body, headers=api.auth("alice"))
+
+        assert response.status_code == 413, response.text
+        error = response.json()
+        assert "4096" in error["error"] and "api.maxRecordBytes" in error["error"]
+        assert error["fields"][0]["field"] == "jobs[1].spec"
+        assert await api.store.revision() == revision
+
+
+async def test_a_tenant_over_its_quota_is_429_and_others_still_submit(api_on: ApiFactory) -> None:
+    async with api_on(sections=QUOTAS) as api:
+        first = await api.http.post(
+            "/v1/jobs", json={"jobs": [job_spec(f"a{n}") for n in range(3)]}, headers=api.auth("alice")
+        )
+        assert first.status_code == 201, first.text
+        revision = await api.store.revision()
+
+        over = await api.http.post(
+            "/v1/jobs", json={"jobs": [job_spec("a3"), job_spec("a4")]}, headers=api.auth("alice")
+        )
+
+        assert over.status_code == 429, over.text
+        message = over.json()["error"]
+        assert "quota of 4 unfinished jobs" in message and "it has 3" in message and "adds 2" in message
+        assert await api.store.revision() == revision
+        other = await api.http.post("/v1/jobs", json=job_spec("c0", queue="research.nlp"), headers=api.auth("carol"))
+        assert other.status_code == 201, other.text
+
+
+async def test_tasks_count_replicas_and_array_elements(api_on: ApiFactory) -> None:
+    async with api_on(sections=QUOTAS) as api:  # each job_spec has 2 replicas; 10 tasks at most
+        array = job_spec("arr", array={"count": 6})
+        response = await api.http.post("/v1/jobs", json=array, headers=api.auth("bob"))
+        assert response.status_code == 429, response.text
+        assert "quota of 10 unfinished tasks" in response.json()["error"]
+
+
+async def test_a_tenants_override_replaces_the_default_field_by_field(api_on: ApiFactory) -> None:
+    async with api_on(sections=QUOTAS) as api:
+        five = {"jobs": [job_spec(f"b{n}", tasks=[{"name": "w", "resources": {"cpu": 1}}]) for n in range(5)]}
+        response = await api.http.post("/v1/jobs", json=five, headers=api.auth("bob"))
+        assert response.status_code == 201, response.text  # bob's jobs quota is 6; tasks stay 10
+        assert (await api.http.post("/v1/jobs", json=five, headers=api.auth("bob"))).status_code == 429
+
+
+async def test_ended_jobs_no_longer_count(api_on: ApiFactory) -> None:
+    async with api_on(sections=QUOTAS) as api:
+        body = {"jobs": [job_spec(f"a{n}") for n in range(4)]}
+        ids = (await api.http.post("/v1/jobs", json=body, headers=api.auth("alice"))).json()["ids"]
+        assert (await api.http.post("/v1/jobs", json=job_spec(), headers=api.auth("alice"))).status_code == 429
+        assert (await api.http.delete(f"/v1/jobs/{ids[0]}", headers=api.auth("alice"))).status_code == 200
+        assert (await api.http.post("/v1/jobs", json=job_spec(), headers=api.auth("alice"))).status_code == 201
+
+
+async def test_a_store_past_its_budget_refuses_new_work_with_503(api_on: ApiFactory) -> None:
+    async with api_on(sections={"store": {"budgetBytes": 20_000}}) as api:
+        revision = await api.store.revision()
+        body = {"jobs": [job_spec(f"j{n}") for n in range(50)]}
+
+        response = await api.http.post("/v1/jobs", json=body, headers=api.auth("alice"))
+
+        assert response.status_code == 503, response.text
+        assert "store nearly full" in response.json()["error"] and "store.budgetBytes" in response.json()["error"]
+        assert await api.store.revision() == revision
+        assert (await api.http.get("/v1/jobs", headers=api.auth("alice"))).status_code == 200
