@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from federation.documents import MAX_DEPTH, MAX_EXPANDED_BYTES, DocumentLimits, DocumentRefused, parse_yaml
 from federation.models.job import MAX_RETRIES
 from federation.models.numbers import UsageWeight, positive_seconds, seconds
 from policies.units import format_duration, parse_quantity
@@ -133,6 +133,11 @@ class JobsConfig(_Section):
 
 class ApiLimits(_Section):
     max_body_bytes: int = Field(8 * 1024 * 1024, alias="maxBodyBytes", gt=0)
+    max_depth: int = Field(MAX_DEPTH, alias="maxDepth", gt=0, le=1000)
+    """How deep a body may nest (Python's parsers recurse once a level, up to about 1,000)."""
+    max_expanded_bytes: int = Field(MAX_EXPANDED_BYTES, alias="maxExpandedBytes", gt=0)
+    """How large a body may be with its YAML aliases written out (sized as compact JSON; never more than
+    the route's own body limit)."""
     max_jobs_per_request: int = Field(10_000, alias="maxJobsPerRequest", gt=0)
     max_array_count: int = Field(10_000, alias="maxArrayCount", gt=0)
     require_walltime: bool = Field(False, alias="requireWalltime")
@@ -241,14 +246,15 @@ class FederationConfig(_Section):
 
 
 def load_yaml_file(path: str | Path) -> Any:
-    """Read one YAML document; errors name the file and the line."""
+    """Read one YAML document within the default document limits; errors name the file and the line."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            return yaml.safe_load(handle)
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ValueError(f"cannot read {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: invalid YAML: {exc}") from None
+    try:
+        return parse_yaml(text, DocumentLimits())
+    except DocumentRefused as exc:
+        raise ValueError(f"{path}: {exc.message}") from None
 
 
 def load_federation_config(path: str | Path | None) -> FederationConfig:

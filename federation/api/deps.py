@@ -3,18 +3,20 @@ limit and parsed."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-import yaml
 from fastapi import Depends, Request
 from fastapi.exceptions import RequestValidationError
 
 from federation.api.errors import ApiError
 from federation.api.state import ServerState
 from federation.auth import Principal, Role, TokenRefused
+from federation.documents import DocumentLimits, DocumentRefused, parse_json, parse_yaml
+
+YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
+"""Content types read as YAML; any other is read as JSON."""
 
 
 def server_state(request: Request) -> ServerState:
@@ -81,7 +83,9 @@ def require_admin(who: Principal) -> None:
 
 
 async def read_document(request: Request, limit: int) -> Any:
-    """The body as JSON or YAML (by content type), refused past ``limit`` bytes before it is read in full."""
+    """The body as JSON or YAML (by content type), refused past ``limit`` bytes before it is read in full,
+    and past the API's depth and expanded-size limits (``api.maxDepth``, ``api.maxExpandedBytes``) once
+    parsed; a refusal names the field and writes nothing."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise ApiError(413, f"request body of {declared} bytes is over the limit of {limit} bytes")
@@ -95,12 +99,12 @@ async def read_document(request: Request, limit: int) -> Any:
     raw = b"".join(chunks)
     if not raw.strip():
         raise ApiError(400, "request body is empty: send a JSON (or YAML) document")
+    api = server_state(request).config.api
+    limits = DocumentLimits(api.max_depth, min(api.max_expanded_bytes, limit))
     content_type = request.headers.get("content-type", "application/json").split(";")[0].strip()
     try:
-        if content_type in ("application/yaml", "application/x-yaml", "text/yaml"):
-            return yaml.safe_load(raw)
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ApiError(400, f"malformed JSON body: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise ApiError(400, f"malformed YAML body: {exc}") from None
+        if content_type in YAML_TYPES:
+            return parse_yaml(raw, limits)
+        return parse_json(raw, limits)
+    except DocumentRefused as exc:
+        raise ApiError(exc.status, exc.message, [{"field": exc.field, "message": exc.message}]) from None

@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 
 from federation import keys
-from tests.api.conftest import QUEUES
+from federation.store import MemoryStore
+from policies.clock import ManualClock
+from tests.api.conftest import QUEUES, START, serving
 from tests.api.support import Api, job_spec
 
 
@@ -291,6 +293,39 @@ CASES: list[tuple[str, str | None, str, str, Any, int, str]] = [
         "spec.tasks[0].runtime: duration must be finite",
     ),
     ("ttl-huge-yaml-int", "admin", "POST", "/v1/clusters/east/tokens", "ttl: 1" + "0" * 400, 422, "finite"),
+    ("json-nested-30k-deep", "alice", "POST", "/v1/jobs", b"[" * 30000 + b"]" * 30000, 400, "deeper than 64 levels"),
+    (
+        "json-nested-65-deep",
+        "admin",
+        "PUT",
+        "/v1/queues",
+        b'{"queues": ' + b"[" * 64 + b"]" * 64 + b"}",
+        400,
+        "nests deeper than 64 levels (api.maxDepth)",
+    ),
+    ("yaml-nested-30k-deep", "alice", "POST", "/v1/jobs", "[" * 30000 + "]" * 30000, 400, "deeper than 64 levels"),
+    (
+        "yaml-nested-65-deep",
+        "alice",
+        "POST",
+        "/v1/jobs",
+        "spec:\n  tasks: " + "[" * 63 + "]" * 63,
+        400,
+        "deeper than 64 levels (api.maxDepth) at spec.tasks" + "[0]" * 62,
+    ),
+    ("yaml-30k-unclosed", "alice", "POST", "/v1/jobs", "[" * 30000, 400, "deeper than 64 levels"),
+    ("yaml-alias-of-itself", "alice", "POST", "/v1/jobs", "&loop [*loop]", 400, "deeper than 64 levels"),
+    (
+        "yaml-aliases-expand",
+        "admin",
+        "PUT",
+        "/v1/queues",
+        "big: &big " + "x" * 1000 + "\nqueues: [" + ", ".join(["*big"] * 100) + "]",
+        413,
+        "over the limit of 65536 bytes once its YAML aliases are written out",
+    ),
+    ("json-integer-5000-digits", "alice", "POST", "/v1/jobs", b'{"x": ' + b"1" * 5000 + b"}", 400, "malformed JSON"),
+    ("yaml-integer-5000-digits", "alice", "POST", "/v1/jobs", "x: " + "1" * 5000, 400, "malformed YAML"),
     ("tenant-makes-tokens", "alice", "POST", "/v1/tenants/alice/tokens", None, 403, "needs an admin token"),
     ("bad-tenant-name", "admin", "POST", "/v1/tenants/Not%20OK/tokens", None, 422, "invalid tenant name"),
     ("unknown-job", "alice", "GET", "/v1/jobs/nosuchjob", None, 404, "not found (finished jobs are removed 7d after"),
@@ -360,3 +395,33 @@ async def test_a_stored_tree_that_fails_the_checks_is_a_503_naming_the_repair(ap
     applied = await api.http.put("/v1/queues", json=QUEUES, headers=api.auth("admin"))
     assert applied.status_code == 200, applied.text
     assert (await api.http.get("/v1/queues", headers=api.auth("alice"))).status_code == 200
+
+
+async def test_half_a_megabyte_of_yaml_may_not_stand_for_ten() -> None:
+    """Under the default limits (8 MiB bodies), 0.5 MB of YAML whose aliases expand to 10 MB is refused."""
+    clock = ManualClock(START)
+    store = MemoryStore(clock=clock)
+    bomb = "big: &big " + "x" * 500_000 + "\nqueues: [" + ", ".join(["*big"] * 20) + "]"
+    async with serving(store, clock, {"maxBodyBytes": 8 * 1024 * 1024}) as api:
+        before = await api.store.revision()
+        headers = {**api.auth("admin"), "Content-Type": "application/yaml"}
+        response = await api.http.put("/v1/queues", content=bomb, headers=headers)
+        assert response.status_code == 413, response.text
+        assert "over the limit of 8388608 bytes once its YAML aliases are written out" in response.json()["error"]
+        assert await api.store.revision() == before
+
+
+async def test_the_depth_limit_is_the_configured_one() -> None:
+    """``api.maxDepth: 8``: a job spec (5 deep) is taken, a queue tree of four levels (9 deep) is refused."""
+    clock = ManualClock(START)
+    store = MemoryStore(clock=clock)
+    deep = {"name": "a", "children": [{"name": "b", "children": [{"name": "c", "children": [{"name": "d"}]}]}]}
+    async with serving(store, clock, {"maxDepth": 8}) as api:
+        assert (
+            await api.http.post("/v1/jobs?allowUnschedulable=true", json=job_spec(), headers=api.auth("alice"))
+        ).status_code == 201
+        before = await api.store.revision()
+        response = await api.http.put("/v1/queues", json={"queues": [deep]}, headers=api.auth("admin"))
+        assert response.status_code == 400, response.text
+        assert "deeper than 8 levels" in response.json()["error"]
+        assert await api.store.revision() == before
