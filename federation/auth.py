@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -23,6 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from federation import keys
 from federation.config import DAY, DEFAULT_TOKEN_TTL
+from federation.models.cluster import ClusterGrant
 from federation.store import DEFAULT_MAX_TXN_OPS, Compare, KeyValue, Op, Store
 from policies.clock import Clock
 from policies.format import format_time
@@ -67,6 +69,8 @@ class TokenRecord(BaseModel):
     revoked_because: str | None = None
     bootstrap: bool = False
     """The server's FEDQ_ADMIN_TOKEN: never pruned, so a revoked or expired one cannot come back."""
+    grant: ClusterGrant | None = None
+    """A join token's bounds on the cluster's labels and claimed capacity."""
 
     def ended(self, now: float) -> float | None:
         """When the token stopped working (revoked or expired), if it has."""
@@ -133,11 +137,13 @@ class TokenStore:
         self._bootstrap = None if bootstrap_admin is None else digest(bootstrap_admin)
         self._bootstrap_ttl = bootstrap_ttl
 
-    async def issue(self, role: Role, name: str, *, expires_at: float | None = None) -> str:
+    async def issue(
+        self, role: Role, name: str, *, expires_at: float | None = None, grant: ClusterGrant | None = None
+    ) -> str:
         """A new token (``expires_at`` None: until revoked); records that ended long ago are pruned."""
         token = new_token(role)
         now = self._clock.now()
-        record = TokenRecord(role=role, name=name, created_at=now, expires_at=expires_at)
+        record = TokenRecord(role=role, name=name, created_at=now, expires_at=expires_at, grant=grant)
         stale = [kv.key for kv in await self._store.range(keys.TOKENS) if _prunable(_record(kv), now)]
         ops = [Op.put(keys.token(digest(token)), record.to_bytes())]
         ops += [Op.delete(key) for key in stale[: DEFAULT_MAX_TXN_OPS - 1]]  # the rest at later issues
@@ -174,11 +180,14 @@ class TokenStore:
         stored = result.responses[0]  # another replica recorded it first
         return _record(stored) if isinstance(stored, KeyValue) else None
 
-    async def consume_join(self, token: str, cluster: str) -> str | None:
-        """Spend a one-time join token made for ``cluster``, atomically.
+    async def consume_join(
+        self, token: str, cluster: str, check: Callable[[TokenRecord], None] = lambda _: None
+    ) -> TokenRecord | None:
+        """Spend a one-time join token made for ``cluster``, atomically, once ``check`` (which raises to
+        refuse) accepts its record.
 
-        Returns the cluster name the token was made for (None for no valid token); a token presented
-        with another cluster's name is left unspent.
+        Returns the token's record (None for no valid token); a token presented with another cluster's
+        name, or refused by ``check``, is left unspent.
         """
         key = keys.token(digest(token))
         kv = await self._store.get(key)
@@ -188,9 +197,10 @@ class TokenStore:
         if record.role is not Role.JOIN or record.ended(self._clock.now()) is not None:
             return None
         if record.name != cluster:
-            return record.name
+            return record
+        check(record)
         result = await self._store.txn([Compare.mod_revision(key, "==", kv.mod_revision)], [Op.delete(key)], [])
-        return cluster if result.succeeded else None
+        return record if result.succeeded else None
 
     async def rotate_cluster(self, cluster: str) -> str:
         """A new credential for ``cluster``; every earlier one is revoked in the same txn, so it stops at once."""

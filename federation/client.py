@@ -122,10 +122,15 @@ class FedqClient:
         result: dict[str, Any] = self.request("PUT", "/v1/queues", body=tree)
         return result
 
-    def new_token(self, kind: str, name: str, ttl: str | None = None) -> dict[str, Any]:
+    def new_token(
+        self, kind: str, name: str, ttl: str | None = None, grant: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """A ``tenant``, ``cluster`` (one-time join), ``admin`` or ``metrics`` token for ``name``: its id,
-        expiry and the token itself, shown this once."""
+        expiry and the token itself, shown this once. A join token's ``grant`` bounds the cluster's
+        ``labels`` and the ``capacity`` its reports may claim."""
         body: dict[str, Any] = {"ttl": ttl} if ttl else {}
+        if grant:
+            body.update(grant)
         if kind == "tenant":
             path = f"/v1/tenants/{name}/tokens"
         elif kind == "cluster":
@@ -138,8 +143,9 @@ class FedqClient:
     def create_tenant_token(self, tenant: str, ttl: str | None = None) -> str:
         return str(self.new_token("tenant", tenant, ttl)["token"])
 
-    def create_join_token(self, cluster: str, ttl: str | None = None) -> str:
-        return str(self.new_token("cluster", cluster, ttl)["token"])
+    def create_join_token(self, cluster: str, ttl: str | None = None, **grant: Any) -> str:
+        """``grant``: ``labels={...}`` the cluster may join with, ``capacity={...}`` its reports may claim."""
+        return str(self.new_token("cluster", cluster, ttl, grant)["token"])
 
     def tokens(self, *, kind: str | None = None, name: str | None = None) -> list[dict[str, Any]]:
         return list(self.request("GET", "/v1/tokens", params={"kind": kind, "name": name})["items"])

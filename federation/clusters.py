@@ -15,7 +15,7 @@ import structlog
 from pydantic import ValidationError
 
 from federation import keys
-from federation.auth import TokenStore
+from federation.auth import TokenRecord, TokenStore
 from federation.config import ClusterLivenessConfig, JobsConfig
 from federation.jobs import Change, JobRepository, NotFound, StoredJob, change_of, commit_batched
 from federation.lifecycle import AgentUpdate, IllegalTransition, RetryPolicy, transition
@@ -23,6 +23,7 @@ from federation.models import JobRecord, JobState
 from federation.models.cluster import (
     Assignment,
     Cancellation,
+    ClusterGrant,
     ClusterRecord,
     ClusterReport,
     ClusterState,
@@ -43,6 +44,10 @@ class JoinRefused(Exception):
 
 class UnknownCluster(KeyError):
     pass
+
+
+class ClaimRefused(ValueError):
+    """A join or report claims more (labels, capacity) than the cluster's join token allowed."""
 
 
 class ReportTooLarge(ValueError):
@@ -74,9 +79,10 @@ class ClusterService:
     async def join(self, request: JoinRequest) -> str:
         """Spend the join token and return the cluster's long-lived credential, which replaces any earlier one."""
         now = self.clock.now()
-        name = await self.tokens.consume_join(request.token, request.name)
-        if name is None:
+        token = await self.tokens.consume_join(request.token, request.name, lambda r: _labels_allowed(r, request))
+        if token is None:
             raise JoinRefused("join token is invalid, expired or already used: ask an admin for a new one")
+        name = token.name
         if name != request.name:
             raise JoinRefused(f"this join token was made for cluster {name!r}, not {request.name!r}")
         existing = await self.get(name)
@@ -86,6 +92,7 @@ class ClusterService:
             labels=request.labels,
             joined_at=now,
             cordoned=existing.cordoned if existing else False,
+            grant=token.grant or ClusterGrant(),
         )
         await self.store.put(keys.cluster(name), record.model_dump_json().encode())
         return await self.tokens.rotate_cluster(name)
@@ -123,6 +130,9 @@ class ClusterService:
         record = await self.get(name)
         if record is None:
             raise UnknownCluster(name)
+        over = record.grant.refuses_capacity(report.nodes)
+        if over is not None:
+            raise ClaimRefused(over)
         now = self.clock.now()
         stored = LatestReport.of(now, report).to_bytes()
         if len(stored) > MAX_STORED_REPORT:
@@ -228,6 +238,13 @@ class ClusterService:
                 continue
             assignments.append(Assignment.of(job))
         return assignments
+
+
+def _labels_allowed(token: TokenRecord, request: JoinRequest) -> None:
+    """Refuse, leaving the token unspent, a join whose labels its token does not allow."""
+    refused = None if token.grant is None else token.grant.refuses_labels(request.labels)
+    if refused is not None:
+        raise ClaimRefused(refused)
 
 
 def _stale(name: str, kv: KeyValue | None, epoch: int) -> str | None:

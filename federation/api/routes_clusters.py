@@ -11,7 +11,7 @@ from federation.api.deps import Caller, State, audited, read_document, require_a
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid
 from federation.api.routes_tokens import Issue, checked_name, issue_for
 from federation.auth import Principal, Role, id_of
-from federation.clusters import JoinRefused, ReportTooLarge, UnknownCluster
+from federation.clusters import ClaimRefused, JoinRefused, ReportTooLarge, UnknownCluster
 from federation.models.cluster import ClusterReport, JoinRequest, summed
 
 router = APIRouter(prefix="/v1/clusters", tags=["clusters"], responses=ERROR_RESPONSES)
@@ -36,6 +36,8 @@ async def join(request: Request, state: State) -> dict[str, Any]:
         credential = await state.clusters.join(body)
     except JoinRefused as exc:  # no valid token: not audited, as no request without one is
         raise ApiError(401, str(exc)) from None
+    except ClaimRefused as exc:  # the token is left unspent: join again with labels it allows
+        raise ApiError(403, str(exc), [{"field": "labels", "message": str(exc)}]) from None
     joined = Principal(Role.JOIN, body.name, id_of(body.token))
     state.audit.write(joined, "cluster.join", {"name": body.name, "credential": id_of(credential)})
     return {"cluster": body.name, "credential": credential}
@@ -58,6 +60,8 @@ async def report(name: str, request: Request, state: State, who: Caller) -> dict
         raise ApiError(404, f"cluster {name!r} is not registered; join it again") from None
     except ReportTooLarge as exc:
         raise ApiError(413, str(exc)) from None
+    except ClaimRefused as exc:
+        raise ApiError(422, str(exc), [{"field": "nodes", "message": str(exc)}]) from None
     return reply.model_dump(mode="json")
 
 

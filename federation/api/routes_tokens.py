@@ -12,6 +12,7 @@ from federation.api.deps import AuditEntry, Caller, State, audited, read_documen
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid
 from federation.auth import Principal, Role, TokenInfo, UnknownToken, id_of
 from federation.models import check_tenant_name
+from federation.models.cluster import ClusterGrant
 
 router = APIRouter(tags=["tokens"], responses=ERROR_RESPONSES)
 
@@ -28,14 +29,26 @@ def expires_at(state: State, ttl: Any, default: float) -> float:
     return state.clock.now() + seconds
 
 
-async def _token_expiry(request: Request, state: State, default: float) -> float:
-    """An optional ``{"ttl": "30d"}`` body turns into an absolute expiry time."""
+async def _token_body(request: Request, join: bool) -> dict[str, Any]:
+    """An optional ``{"ttl": "30d"}`` body; a join token's may also hold its ``labels`` and ``capacity``."""
     if not (await request.body()).strip():
-        return expires_at(state, None, default)
+        return {}
     doc = await read_document(request, 4096)
-    if not isinstance(doc, dict) or set(doc) - {"ttl"}:
-        raise ApiError(422, 'body may only hold {"ttl": "30d"}', [{"field": "ttl", "message": "unknown fields"}])
-    return expires_at(state, doc.get("ttl"), default)
+    allowed = {"ttl", "labels", "capacity"} if join else {"ttl"}
+    if not isinstance(doc, dict) or set(doc) - allowed:
+        shape = '{"ttl": "1d", "labels": {...}, "capacity": {"cpu": 64}}' if join else '{"ttl": "30d"}'
+        raise ApiError(422, f"body may only hold {shape}", [{"field": "ttl", "message": "unknown fields"}])
+    return doc
+
+
+def _grant(doc: dict[str, Any]) -> ClusterGrant | None:
+    """A join token's bounds, from its body's ``labels`` and ``capacity`` (None: no bounds)."""
+    if "labels" not in doc and "capacity" not in doc:
+        return None
+    try:
+        return ClusterGrant.model_validate({k: doc[k] for k in ("labels", "capacity") if k in doc})
+    except ValidationError as exc:
+        raise invalid(exc, "join token request", model=ClusterGrant) from None
 
 
 def checked_name(name: str, what: str) -> str:
@@ -61,8 +74,12 @@ async def issue_for(
     tenant = role is Role.TENANT
     checked_name(name, "tenant" if tenant else "cluster")
     default = state.config.auth.token_ttl if tenant else state.config.auth.join_token_ttl
-    expiry = await _token_expiry(request, state, default)
-    token = await state.tokens.issue(role, name, expires_at=expiry)
+    doc = await _token_body(request, join=not tenant)
+    expiry = expires_at(state, doc.get("ttl"), default)
+    grant = None if tenant else _grant(doc)
+    token = await state.tokens.issue(role, name, expires_at=expiry, grant=grant)
+    if grant is not None:
+        audit.target.update(grant=grant.model_dump(exclude_none=True))
     return {"tenant" if tenant else "cluster": name, **_issued(role, name, token, expiry, audit)}
 
 

@@ -51,10 +51,29 @@ def cmd_queues(args: argparse.Namespace) -> int:
 _KINDS = ("tenant", "cluster", "admin", "metrics")
 
 
+def _pairs(text: str | None, flag: str) -> dict[str, str] | None:
+    """``k=v,k2=v2`` as a dict (None when the flag was not given)."""
+    if text is None:
+        return None
+    pairs = {}
+    for item in filter(None, text.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{flag} takes key=value pairs separated by commas, not {item!r}")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
 def cmd_token_create(args: argparse.Namespace) -> int:
     kind = next(kind for kind in _KINDS if getattr(args, kind))
+    labels, capacity = _pairs(args.allow_labels, "--allow-labels"), _pairs(args.max_capacity, "--max-capacity")
+    grant = {"labels": labels} if labels is not None else {}
+    if capacity is not None:
+        grant["capacity"] = capacity
+    if kind != "cluster" and grant:
+        raise ValueError("--allow-labels and --max-capacity bound a join token: use them with --cluster")
     with client_from(args) as client:
-        made = client.new_token(kind, getattr(args, kind), args.ttl)
+        made = client.new_token(kind, getattr(args, kind), args.ttl, grant)
     emit(
         made,
         output_of(args),
@@ -165,6 +184,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     )
     who.add_argument("--metrics", metavar="NAME", help="a token that reads /metrics and nothing else")
     create.add_argument("--ttl", help="expire after e.g. 7d (default: the server's auth.tokenTtl or joinTokenTtl)")
+    create.add_argument(
+        "--allow-labels", metavar="K=V,...", help="a join token: the only labels the cluster may join with"
+    )
+    create.add_argument(
+        "--max-capacity", metavar="R=Q,...", help="a join token: the most its reports may claim (cpu=64,memory=256Gi)"
+    )
     create.set_defaults(func=cmd_token_create)
     listing = token_sub.add_parser("list", parents=[common], help="tokens with their ids and times, never the secret")
     listing.add_argument("--kind", choices=["admin", "metrics", "tenant", "cluster", "join"])

@@ -17,6 +17,7 @@ from federation.models.job import JobRecord, JobSpecBody, JobState, _check_label
 from federation.models.numbers import Integer
 from federation.models.resources import Resources
 from policies import resources as res
+from policies.format import format_labels, format_resources
 
 MAX_NODES_PER_REPORT = 10_000
 MAX_ITEMS_PER_REPORT = 50_000
@@ -56,6 +57,43 @@ def summed(nodes: Iterable[NodeReport], *, free: bool = False) -> dict[str, floa
     for node in nodes:
         res.iadd(total, node.free if free else node.allocatable, node.count)
     return total
+
+
+class ClusterGrant(_Strict):
+    """What an admin allowed a cluster in its join token: the labels it may join with (None: any) and
+    the most its reports may claim, summed over its nodes (None: any; a resource not named: none)."""
+
+    labels: dict[str, str] | None = None
+    capacity: Resources | None = None
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        return None if value is None else _check_labels(value, "cluster label")
+
+    def refuses_labels(self, labels: dict[str, str]) -> str | None:
+        """Why a join with ``labels`` is refused, if it is."""
+        if self.labels is None:
+            return None
+        extra = {k: v for k, v in labels.items() if self.labels.get(k) != v}
+        if not extra:
+            return None
+        allowed = format_labels(self.labels) or "none"
+        return f"labels {format_labels(extra)} are not allowed by this cluster's join token (allowed: {allowed})"
+
+    def refuses_capacity(self, nodes: Iterable[NodeReport]) -> str | None:
+        """Why a report of ``nodes`` claims more than the join token allowed, if it does."""
+        if self.capacity is None:
+            return None
+        claimed = summed(nodes)
+        over = {r: amount for r, amount in claimed.items() if amount > self.capacity.get(r, 0.0) + 1e-9}
+        if not over:
+            return None
+        return (
+            f"the report claims {format_resources(over)}, more than this cluster's join token allows "
+            f"({format_resources(self.capacity) or 'nothing'}): ask the federation admin for a join token "
+            "with a higher capacity, and join again"
+        )
 
 
 class RunningJob(_Strict):
@@ -193,3 +231,4 @@ class ClusterRecord(BaseModel):
     labels: dict[str, str] = Field(default_factory=dict)
     joined_at: float
     cordoned: bool = False
+    grant: ClusterGrant = Field(default_factory=ClusterGrant)
