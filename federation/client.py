@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -59,10 +60,11 @@ class FedqClient:
         body: Any = None,
         params: dict[str, Any] | None = None,
         timeout: float | None = None,
+        headers: dict[str, str] | None = None,
     ) -> Any:
         """``timeout`` (seconds) overrides the client's for this call (an agent's report within its lease)."""
         content = None if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"} if content is not None else {}
+        headers = {**({"Content-Type": "application/json"} if content is not None else {}), **(headers or {})}
         clean = {k: v for k, v in (params or {}).items() if v is not None}
         try:
             response = self._http.request(
@@ -80,18 +82,33 @@ class FedqClient:
         return response.json() if response.content else None
 
     def submit(
-        self, spec: dict[str, Any], *, tenant: str | None = None, allow_unschedulable: bool = False
+        self,
+        spec: dict[str, Any],
+        *,
+        tenant: str | None = None,
+        allow_unschedulable: bool = False,
+        idempotency_key: str | None = None,
     ) -> dict[str, Any]:
-        """``allow_unschedulable``: accept a job no joined cluster could run (for clusters yet to join)."""
+        """``allow_unschedulable``: accept a job no joined cluster could run (for clusters yet to join).
+        ``idempotency_key``: a new one per call by default; pass the same one again to retry a call whose
+        answer was lost: the server answers the first result and creates nothing new."""
         params = _submit_params(tenant, allow_unschedulable)
-        result: dict[str, Any] = self.request("POST", "/v1/jobs", body=spec, params=params)
+        headers = _idempotency(idempotency_key)
+        result: dict[str, Any] = self.request("POST", "/v1/jobs", body=spec, params=params, headers=headers)
         return result
 
     def submit_many(
-        self, specs: list[dict[str, Any]], *, tenant: str | None = None, allow_unschedulable: bool = False
+        self,
+        specs: list[dict[str, Any]],
+        *,
+        tenant: str | None = None,
+        allow_unschedulable: bool = False,
+        idempotency_key: str | None = None,
     ) -> list[str]:
+        """All of ``specs`` or none of them, however many txns they take (see ``submit`` for the key)."""
         params = _submit_params(tenant, allow_unschedulable)
-        result = self.request("POST", "/v1/jobs", body={"jobs": specs}, params=params)
+        headers = _idempotency(idempotency_key)
+        result = self.request("POST", "/v1/jobs", body={"jobs": specs}, params=params, headers=headers)
         return list(result["ids"])
 
     def jobs(self, **filters: Any) -> Iterator[dict[str, Any]]:
@@ -169,6 +186,10 @@ def _tls(ca: str | None, cert: tuple[str, str] | None) -> ssl.SSLContext | bool:
         files = ", ".join(name for name in (ca, *(cert or ())) if name)
         raise ValueError(f"cannot use the TLS files {files}: {exc}") from None
     return context
+
+
+def _idempotency(key: str | None) -> dict[str, str]:
+    return {"Idempotency-Key": key or str(uuid.uuid4())}
 
 
 def _submit_params(tenant: str | None, allow_unschedulable: bool) -> dict[str, Any]:

@@ -25,6 +25,9 @@ LEADER = f"{SCHED}leader"
 SYNC = f"{SCHED}sync"
 ASSIGNMENTS = "assign/"
 CANCELS = "cancel/"
+SUBMITS = "submits/"  # journals of atomic submits (federation/submits.py), outside what the scheduler follows
+OPEN_SUBMITS = f"{SUBMITS}open/"
+STAGED = "staged/"  # a submit's records before it commits
 FOLLOWED_FROM = CLUSTERS
 FOLLOWED_TO = f"{SYNC}\0"
 
@@ -66,3 +69,18 @@ def assignment(cluster_name: str, job_id: str) -> str:
 def cancel(cluster_name: str, job_id: str) -> str:
     """Present while a job on a cluster must be stopped (cancel or preemption)."""
     return f"{CANCELS}{cluster_name}/{job_id}"
+
+
+def open_submit(request_id: str) -> str:
+    """A submit's journal from its start until its jobs are published."""
+    return f"{OPEN_SUBMITS}{request_id}"
+
+
+def done_submit(request_id: str) -> str:
+    """A keyed submit's answer, for its retries (on a lease)."""
+    return f"{SUBMITS}done/{request_id}"
+
+
+def staged(request_id: str) -> str:
+    """The prefix of a submit's staged record chunks."""
+    return f"{STAGED}{request_id}/"

@@ -22,6 +22,7 @@ from federation.jobs import JobRepository
 from federation.models import QueueTreeConfig
 from federation.quotas import StoreBudget
 from federation.store import Store
+from federation.submits import Submits
 from policies.clock import Clock, SystemClock
 
 
@@ -49,6 +50,7 @@ def create_app(
         metrics=ApiMetrics(),
         audit=AuditLog(config.audit.log, clock),
         budget=StoreBudget(store, clock, config.store.budget_bytes),
+        submits=Submits(store, clock),
     )
 
     @asynccontextmanager

@@ -18,6 +18,8 @@ from federation.jobs import Conflict, NotFound, StoredJob, expand, index_ranges
 from federation.lifecycle import Cancel
 from federation.models import JobManifest, JobRecord, JobState, QueueTree
 from federation.quotas import OverQuota, check_quota, tenant_usage, usage_of
+from federation.submits import MAX_KEY_LENGTH, InProgress, KeyReused, OutcomeUnknown
+from federation.submits import Request as SubmitRequest
 from policies.units import format_duration
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], responses=ERROR_RESPONSES)
@@ -120,6 +122,13 @@ async def submit(
     """``allowUnschedulable=true`` accepts a job no joined cluster could run (it waits Unschedulable)."""
     doc = await read_document(request, state.config.api.max_body_bytes)
     owner = _submitting_tenant(who, tenant)
+    attempt = SubmitRequest.of(owner, _idempotency_key(request), doc, {"allowUnschedulable": allow_unschedulable})
+    try:
+        replayed = await state.submits.replay(attempt)
+    except (KeyReused, InProgress) as exc:
+        raise _key_refused(exc) from None
+    if replayed is not None:
+        return replayed
     documents, bulk = _documents(doc, state.config.api.max_jobs_per_request)
     tree = await state.queues.get()
     if tree is None:
@@ -151,15 +160,44 @@ async def submit(
     except OverQuota as exc:
         raise ApiError(429, str(exc)) from None
     await state.budget.check(2 * adding.bytes)  # each record and its index entry, about as large at most
-    await state.jobs.create(records)
+    if bulk:
+        answer: dict[str, Any] = {"ids": [record.id for record in records]}
+    elif manifests[0].spec.array is not None:
+        answer = {"id": records[0].array_id, "ids": [record.id for record in records]}
+    else:
+        answer = {"id": records[0].id}
+    try:
+        await state.submits.submit(attempt, records, answer)
+    except InProgress as exc:
+        raise _key_refused(exc) from None
+    except OutcomeUnknown:
+        raise ApiError(
+            503,
+            "the store failed while this request was being committed: it may yet be accepted; retry with the "
+            "same Idempotency-Key to learn its outcome (without one, list your jobs before submitting again)",
+        ) from None
     state.budget.wrote(adding.bytes)
     for queue, count in Counter(record.queue for record in records).items():
         state.metrics.submitted.labels(queue=queue).inc(count)
-    if bulk:
-        return {"ids": [record.id for record in records]}
-    if manifests[0].spec.array is not None:
-        return {"id": records[0].array_id, "ids": [record.id for record in records]}
-    return {"id": records[0].id}
+    return answer
+
+
+def _idempotency_key(request: Request) -> str | None:
+    """The request's ``Idempotency-Key`` header: 1 to 255 printable ASCII characters."""
+    key = request.headers.get("idempotency-key")
+    if key is not None and not (0 < len(key) <= MAX_KEY_LENGTH and key.isascii() and key.isprintable()):
+        message = f"must be 1 to {MAX_KEY_LENGTH} printable ASCII characters, e.g. a UUID"
+        raise ApiError(
+            422, f"invalid Idempotency-Key header: {message}", [{"field": "Idempotency-Key", "message": message}]
+        )
+    return key
+
+
+def _key_refused(exc: KeyReused | InProgress) -> ApiError:
+    if isinstance(exc, KeyReused):
+        message = "this key was sent with a different request; use a new key for a new request"
+        return ApiError(422, f"Idempotency-Key reused: {message}", [{"field": "Idempotency-Key", "message": message}])
+    return ApiError(409, "a request with this Idempotency-Key is being handled now: retry in a moment")
 
 
 def _record_sizes(expanded: list[list[JobRecord]], prefixes: list[str], limit: int) -> list[int]:

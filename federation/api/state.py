@@ -17,6 +17,7 @@ from federation.jobs import JobRepository
 from federation.models import QueueTree, QueueTreeConfig
 from federation.quotas import StoreBudget
 from federation.store import Store
+from federation.submits import Submits
 from policies.clock import Clock
 
 
@@ -86,3 +87,4 @@ class ServerState:
     metrics: ApiMetrics
     audit: AuditLog
     budget: StoreBudget
+    submits: Submits

@@ -1,0 +1,220 @@
+"""Atomic, idempotent submits: a request's new jobs land all or none, however many txns they take, and
+a retried request (the same ``Idempotency-Key``) answers the first one's result and writes nothing new.
+
+A redo log, not a pending marker on the records, so nothing that reads jobs changes. The records are
+first staged where no reader looks (``staged/<request>/<n>``) under an open journal
+(``submits/open/<request>``, state ``staged``). One txn then commits the request: the journal turns
+``committed`` with its answer, guarded by its own revision. Until that txn, nothing of the request is
+visible, and a failure leaves only staged chunks, which the sweep deletes once ``STALE_AFTER`` old;
+after it, the request is accepted, and its jobs are published into ``jobs/`` and the index, each put
+guarded by the job being absent, so publishing again after a crash writes each job once. Then the
+journal closes: its chunks and the open journal go, and for a keyed request ``submits/done/<request>``
+keeps the answer for ``IDEMPOTENCY_TTL`` on a lease, so etcd removes it. A commit cut short by a
+failure is finished by the request's own retry, or by the next submit's sweep on any replica.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from federation import keys
+from federation.jobs import JOBS_PER_TXN, write_ops
+from federation.models import JobRecord
+from federation.store import Compare, KeyValue, Op, Store, StoreError, StoreUnavailable, get_many, put_many
+from federation.store.bulk import MAX_BATCH_BYTES
+from policies.clock import Clock
+
+IDEMPOTENCY_TTL = 24 * 3600.0
+"""How long a keyed request's answer is kept for its retries."""
+STALE_AFTER = 120.0
+"""A staged request this old was abandoned by its server (no request takes so long): the sweep drops it."""
+SWEEP_EVERY = 30.0
+"""How often a replica's submits first sweep abandoned and unfinished requests (at once after a failure)."""
+_CHUNK_BYTES = 512 * 1024
+MAX_KEY_LENGTH = 255
+
+
+class KeyReused(Exception):
+    """The Idempotency-Key was used for a different request."""
+
+
+class InProgress(Exception):
+    """A request with this Idempotency-Key is being handled now."""
+
+
+class OutcomeUnknown(StoreUnavailable):
+    """The commit was sent but its answer lost: the request may yet be accepted (a retry with its key tells)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One submit: its id in the store, whether a client key names it, and its fingerprint."""
+
+    id: str
+    keyed: bool
+    fingerprint: str
+
+    @staticmethod
+    def of(owner: str, key: str | None, document: Any, params: dict[str, Any]) -> Request:
+        body = json.dumps([owner, params, document], sort_keys=True, separators=(",", ":")).encode()
+        fingerprint = hashlib.sha256(body).hexdigest()
+        if key is None:
+            return Request(secrets.token_hex(16), False, fingerprint)
+        return Request(hashlib.sha256(f"{owner}\0{key}".encode()).hexdigest()[:32], True, fingerprint)
+
+
+class Submits:
+    def __init__(self, store: Store, clock: Clock) -> None:
+        self._store = store
+        self._clock = clock
+        self._swept = float("-inf")
+
+    async def replay(self, request: Request) -> dict[str, Any] | None:
+        """The first answer to a keyed request seen before (finishing its commit if it was cut short);
+        None for a request new to the store. A retry takes over an attempt that has not committed: that
+        one's commit then fails on its journal's revision, so one of the two lands, never both."""
+        if not request.keyed:
+            return None
+        for _ in range(3):
+            done, opened = await get_many(self._store, [keys.done_submit(request.id), keys.open_submit(request.id)])
+            journal = done or opened
+            if journal is None:
+                return None
+            body = json.loads(journal.value)
+            if body["fingerprint"] != request.fingerprint:
+                raise KeyReused(request.id)
+            if done is not None:
+                return dict(body["answer"])
+            if body["state"] == "committed":
+                await self._finish(request.id, journal)
+                return dict(body["answer"])
+            if await self._forget(request.id, journal.mod_revision):
+                return None
+        raise InProgress(request.id)
+
+    async def submit(self, request: Request, records: Sequence[JobRecord], answer: dict[str, Any]) -> None:
+        """Stage, commit and publish ``records``; raises before the commit having made nothing visible
+        (``OutcomeUnknown`` when the commit's answer was lost)."""
+        await self.sweep()
+        journal = {
+            "fingerprint": request.fingerprint,
+            "created": self._clock.now(),
+            "keyed": request.keyed,
+            "answer": answer,
+        }
+        staged = json.dumps({**journal, "state": "staged"}).encode()
+        opened = keys.open_submit(request.id)
+        start = await self._store.txn(
+            [Compare.missing(opened), Compare.missing(keys.done_submit(request.id))], [Op.put(opened, staged)], []
+        )
+        if not start.succeeded:
+            raise InProgress(request.id)
+        try:
+            await put_many(self._store, _stage(request.id, records))
+        except BaseException:
+            await self._forget(request.id, start.revision)
+            raise
+        committed = json.dumps({**journal, "state": "committed"}).encode()
+        try:
+            commit = await self._store.txn(
+                [Compare.mod_revision(opened, "==", start.revision)], [Op.put(opened, committed)], []
+            )
+        except StoreUnavailable as exc:
+            self._swept = float("-inf")
+            raise OutcomeUnknown(str(exc)) from exc
+        if not commit.succeeded:
+            raise StoreUnavailable("the submit took too long and was dropped; nothing was written, try again")
+        kv = KeyValue(opened, committed, commit.revision, commit.revision, 2)
+        try:
+            await self._finish(request.id, kv, records)
+        except StoreError:
+            self._swept = float("-inf")  # accepted: the next submit's sweep publishes the rest
+
+    async def sweep(self) -> None:
+        """Drop abandoned staged requests and finish committed ones, at most every ``SWEEP_EVERY``."""
+        now = self._clock.now()
+        if now - self._swept < SWEEP_EVERY:
+            return
+        self._swept = now
+        for journal in await self._store.range(keys.OPEN_SUBMITS):
+            body = json.loads(journal.value)
+            request_id = journal.key.rsplit("/", 1)[1]
+            if body["state"] == "committed":
+                await self._finish(request_id, journal)
+            elif body["created"] <= now - STALE_AFTER:
+                await self._forget(request_id, journal.mod_revision)
+
+    async def _finish(self, request_id: str, journal: KeyValue, records: Sequence[JobRecord] | None = None) -> None:
+        """Publish a committed request's jobs (those not there yet) and close its journal."""
+        if records is None:
+            chunks = await self._store.range(keys.staged(request_id))
+            records = [JobRecord.from_bytes(line) for kv in chunks for line in kv.value.split(b"\n")]
+        await _publish(self._store, records)
+        body = json.loads(journal.value)
+        ops = [Op.delete_prefix(keys.staged(request_id)), Op.delete(journal.key)]
+        if body["keyed"]:
+            lease = await self._store.grant(IDEMPOTENCY_TTL)
+            done = {"fingerprint": body["fingerprint"], "answer": body["answer"]}
+            ops.append(Op.put(keys.done_submit(request_id), json.dumps(done).encode(), lease))
+        await self._store.txn([Compare.mod_revision(journal.key, "==", journal.mod_revision)], ops, [])
+
+    async def _forget(self, request_id: str, revision: int) -> bool:
+        """Drop a request that never committed, its chunks and its journal, unless its journal moved on
+        from ``revision``; False if it did (or the store failed: the sweep drops it once stale)."""
+        opened = keys.open_submit(request_id)
+        ops = [Op.delete_prefix(keys.staged(request_id)), Op.delete(opened)]
+        try:
+            return (await self._store.txn([Compare.mod_revision(opened, "==", revision)], ops, [])).succeeded
+        except StoreError:
+            self._swept = float("-inf")
+            return False
+
+
+def _stage(request_id: str, records: Sequence[JobRecord]) -> list[tuple[str, bytes]]:
+    """The records as chunks of lines of record JSON (which has no raw newline), about ``_CHUNK_BYTES`` each."""
+    chunks: list[tuple[str, bytes]] = []
+    lines: list[bytes] = []
+    size = 0
+    for record in records:
+        raw = record.to_bytes()
+        if lines and size + len(raw) > _CHUNK_BYTES:
+            chunks.append((f"{keys.staged(request_id)}{len(chunks):06d}", b"\n".join(lines)))
+            lines, size = [], 0
+        lines.append(raw)
+        size += len(raw) + 1
+    if lines:
+        chunks.append((f"{keys.staged(request_id)}{len(chunks):06d}", b"\n".join(lines)))
+    return chunks
+
+
+async def _publish(store: Store, records: Sequence[JobRecord], in_flight: int = 4) -> None:
+    """Write each record and its index entry unless the job is there already (published before)."""
+    batches: list[list[JobRecord]] = [[]]
+    size = 0
+    for record in records:
+        cost = 2 * len(record.to_bytes())
+        if batches[-1] and (len(batches[-1]) >= JOBS_PER_TXN or size + cost > MAX_BATCH_BYTES):
+            batches.append([])
+            size = 0
+        batches[-1].append(record)
+        size += cost
+    gate = asyncio.Semaphore(in_flight)
+
+    async def send(batch: list[JobRecord]) -> None:
+        async with gate:
+            guards = [Compare.missing(keys.job(record.id)) for record in batch]
+            ops = [op for record in batch for op in write_ops(record)]
+            if (await store.txn(guards, ops, [])).succeeded:
+                return
+            found = await get_many(store, [keys.job(record.id) for record in batch])
+            for record, kv in zip(batch, found, strict=True):
+                if kv is None:
+                    await store.txn([Compare.missing(keys.job(record.id))], write_ops(record), [])
+
+    await asyncio.gather(*(send(batch) for batch in batches if batch))
