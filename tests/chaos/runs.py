@@ -12,6 +12,11 @@ from dataclasses import dataclass
 from member_agent.backends.base import NodeView, TaskLaunch, TaskReport
 from member_agent.backends.simulated import SimulatedBackend
 from policies.clock import Clock
+from tests.e2e.cluster import Federation
+
+# A short lease and requeue: an agent unheard for 2 s fences its runs, the federation requeues at 4 s.
+FENCING = {"cyclePeriod": "200ms", "cluster": {"lostAfter": "2s", "requeueAfter": "4s"}}
+TERMINAL = {"Succeeded", "Failed", "Cancelled"}
 
 
 @dataclass
@@ -63,3 +68,8 @@ def assert_no_overlap(runs: Iterable[Run], now: float) -> None:
         for before, after in zip(task_runs, task_runs[1:], strict=False):
             ended = before.stop if before.stop is not None else now
             assert ended <= after.start, f"{task}: {before} still ran when {after} started"
+
+
+def running_on(fed: Federation, job_id: str, cluster: str) -> bool:
+    record = fed.admin.job(job_id)
+    return bool(record["state"] == "Running" and record["cluster"] == cluster)

@@ -19,25 +19,18 @@ from federation.launcher import wait_until
 from federation.store import EtcdServer
 from tests.chaos.conftest import ProxyFactory
 from tests.chaos.live_agent import LiveAgent
-from tests.chaos.runs import assert_no_overlap
+from tests.chaos.runs import FENCING, TERMINAL, assert_no_overlap, running_on
 from tests.e2e.cluster import Federation, job
 
 pytestmark = [pytest.mark.etcd, pytest.mark.slow]
 
-CONFIG = {"cyclePeriod": "200ms", "cluster": {"lostAfter": "2s", "requeueAfter": "4s"}}
-TERMINAL = {"Succeeded", "Failed", "Cancelled"}
 JOBS = 4
-
-
-def on(fed: Federation, job_id: str, cluster: str) -> bool:
-    record = fed.admin.job(job_id)
-    return bool(record["state"] == "Running" and record["cluster"] == cluster)
 
 
 def test_a_partitioned_agent_fences_its_runs_before_they_run_again_elsewhere(
     etcd_server: EtcdServer, tmp_path: Path, tcp_proxy: ProxyFactory
 ) -> None:
-    fed = Federation(etcd_server.connection, tmp_path, CONFIG)
+    fed = Federation(etcd_server.connection, tmp_path, FENCING)
     agents: list[LiveAgent] = []
     try:
         proxy = tcp_proxy("127.0.0.1", urlsplit(fed.server.url).port or 443)
@@ -54,7 +47,7 @@ def test_a_partitioned_agent_fences_its_runs_before_they_run_again_elsewhere(
         fed.admin.cancel(ids[0])  # east never hears of it
         wait_until(lambda: east.agent.fenced, 10, "east to fence its runs", interval=0.05)
         fenced_after = time.time() - cut_at
-        wait_until(lambda: all(on(fed, j, "west") for j in ids[1:]), 30, "the requeued jobs to run on west")
+        wait_until(lambda: all(running_on(fed, j, "west") for j in ids[1:]), 30, "the requeued jobs to run on west")
         assert time.time() - cut_at > 4.0  # cut for longer than requeueAfter
         proxy.restore()
         wait_until(lambda: not east.agent.fenced, 10, "east to be heard again")
