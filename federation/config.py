@@ -145,11 +145,6 @@ class ApiLimits(_Section):
     """Jobs per ``GET /v1/jobs`` page when the request gives no ``limit``."""
     list_scan_limit: int = Field(10_000, alias="listScanLimit", gt=0)
     """Index keys one ``GET /v1/jobs`` reads at most: bounds a filtered page's work, not its size."""
-
-
-DAY = 86400.0
-DEFAULT_TOKEN_TTL = 30 * DAY
-
     max_record_bytes: Bytes = Field(256 * KIB, alias="maxRecordBytes", le=MIB)
     """One job's stored record at submit, well under etcd's 1.5 MiB request limit: room is left for the
     events a record gathers while it runs, and a txn of several records stays one request."""
@@ -176,6 +171,11 @@ class QuotasConfig(_Section):
         if override is None:
             return self.default
         return self.default.model_copy(update=override.model_dump(exclude_none=True))
+
+
+DAY = 86400.0
+DEFAULT_TOKEN_TTL = 30 * DAY
+
 
 class AuthConfig(_Section):
     """How long tokens live. Every token expires but a cluster's credential, which is replaced when the
@@ -232,12 +232,12 @@ class FederationConfig(_Section):
     store: StoreUpkeepConfig = Field(default_factory=StoreUpkeepConfig)
     auth: AuthConfig = Field(default_factory=AuthConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
+    quotas: QuotasConfig = Field(default_factory=QuotasConfig)
 
     @field_validator("accounting_save_every", mode="before")
     @classmethod
     def _save_every(cls, value: Any) -> float:
         return seconds(value)
-    quotas: QuotasConfig = Field(default_factory=QuotasConfig)
 
     @field_validator("cycle_period", mode="before")
     @classmethod
