@@ -4,12 +4,10 @@ overlapped; every job was dispatched once and ends in exactly one terminal state
 
 from __future__ import annotations
 
-import ssl
 import time
 import uuid
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
 
@@ -19,23 +17,12 @@ from federation.store import EtcdServer
 from federation.tls import LOOPBACK_NAMES, ThrowawayCA
 from tests.chaos.live_agent import LiveAgent
 from tests.chaos.runs import TERMINAL, assert_no_overlap
-from tests.e2e.cluster import job
+from tests.e2e.cluster import job, leader_of
 from tests.e2e.support import ADMIN_TOKEN, REPO
 
 pytestmark = [pytest.mark.etcd, pytest.mark.slow]
 
 JOBS = 60  # one-cpu jobs of 1 s on 8 cpus: dispatch goes on in waves for ~8 s
-
-
-def leader(servers: list[ServerProcess], ca: str) -> ServerProcess | None:
-    verify = ssl.create_default_context(cafile=ca)
-    for server in servers:
-        try:
-            if server.alive and httpx.get(f"{server.url}/healthz", timeout=2, verify=verify).json()["leader"]:
-                return server
-        except httpx.HTTPError:
-            continue
-    return None
 
 
 def test_killing_the_leader_mid_dispatch_runs_no_job_twice(etcd_server: EtcdServer, tmp_path: Path) -> None:
@@ -65,7 +52,7 @@ def test_killing_the_leader_mid_dispatch_runs_no_job_twice(etcd_server: EtcdServ
     try:
         for server in servers:
             server.start()
-        first = wait_until(lambda: leader(servers, str(ca.cert)), 30, "a leader")
+        first = wait_until(lambda: leader_of(servers, str(ca.cert)), 30, "a leader")
         assert first is not None
         survivor = next(s for s in servers if s is not first)
         with FedqClient(survivor.url, ADMIN_TOKEN, ca=str(ca.cert)) as admin:
@@ -75,7 +62,7 @@ def test_killing_the_leader_mid_dispatch_runs_no_job_twice(etcd_server: EtcdServ
             wait_until(lambda: sum(1 for _ in admin.jobs(state="Succeeded")) >= 12, 60, "the first waves to end")
             first.kill()
             assert sum(1 for _ in admin.jobs(state="Succeeded")) < JOBS // 2, "the burst was over before the kill"
-            wait_until(lambda: leader([survivor], str(ca.cert)), 30, "the survivor to lead")
+            wait_until(lambda: leader_of([survivor], str(ca.cert)), 30, "the survivor to lead")
             wait_until(lambda: all(j["state"] in TERMINAL for j in admin.jobs()), 120, "every job to end")
             for job_id in ids:
                 record = admin.job(job_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 import time
 import uuid
 from collections.abc import Sequence
@@ -9,6 +10,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import httpx
 import yaml
 
 from federation.client import FedqClient
@@ -18,6 +20,18 @@ from federation.tls import LOOPBACK_NAMES, ThrowawayCA
 from tests.e2e.support import ADMIN_TOKEN, REPO
 
 FAST = {"cyclePeriod": "200ms", "cluster": {"lostAfter": "3s", "requeueAfter": "6s"}}
+
+
+def leader_of(servers: Sequence[ServerProcess], ca: str | None = None) -> ServerProcess | None:
+    """The replica that says it leads, if one does (``ca``: the CA of https replicas)."""
+    verify: ssl.SSLContext | bool = True if ca is None else ssl.create_default_context(cafile=ca)
+    for server in servers:
+        try:
+            if server.alive and httpx.get(f"{server.url}/healthz", timeout=2, verify=verify).json()["leader"]:
+                return server
+        except httpx.HTTPError:
+            continue
+    return None
 
 
 class Federation:

@@ -7,27 +7,17 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
 
 from federation.client import FedqClient
 from federation.launcher import FedqProcess, ServerProcess, wait_until
 from federation.store import EtcdServer
+from tests.e2e.cluster import leader_of
 from tests.e2e.support import ADMIN_TOKEN, REPO
 
 pytestmark = [pytest.mark.etcd, pytest.mark.slow]
 JOBS = 1000
-
-
-def leader_of(servers: list[ServerProcess]) -> ServerProcess | None:
-    for server in servers:
-        try:
-            if server.alive and httpx.get(f"{server.url}/healthz", timeout=2).json()["leader"]:
-                return server
-        except httpx.HTTPError:
-            continue
-    return None
 
 
 def test_killing_the_leader_mid_dispatch_loses_and_doubles_nothing(etcd_server: EtcdServer, tmp_path: Path) -> None:
