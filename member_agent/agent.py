@@ -46,7 +46,10 @@ class Agent:
         clock: Clock,
         *,
         report_interval: float = 2.0,
+        lease: float | None = None,
     ) -> None:
+        """``lease``: the federation's lostAfter as of the join, until a reply names it again; it runs
+        from now, so runs adopted after a restart are fenced too if the federation stays unreachable."""
         self.client = client
         self.cluster = cluster
         self.backend = backend
@@ -57,7 +60,7 @@ class Agent:
         self._reconciled = False
         self._launch_failures: dict[str, int] = {}
         self.log = log.bind(cluster=cluster)
-        self.lease: float | None = None  # the federation's lostAfter, from its last reply
+        self.lease = lease  # the federation's lostAfter, from its last reply
         self.fenced = False
         self._sent_at = clock.now()  # when the report being answered was sent
         self._heard_at = clock.now()  # when the last answered report was sent: the lease runs from there

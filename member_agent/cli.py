@@ -70,7 +70,15 @@ def run_agent(
 ) -> None:
     scheduler = LocalScheduler.from_file(clock, config.scheduler)
     with FedqClient(credential.server, credential.token, ca=config.ca, cert=config.client_cert()) as client:
-        agent = Agent(client, credential.cluster, backend, scheduler, clock, report_interval=config.report_interval)
+        agent = Agent(
+            client,
+            credential.cluster,
+            backend,
+            scheduler,
+            clock,
+            report_interval=config.report_interval,
+            lease=credential.lease,
+        )
         log.info("agent running", cluster=credential.cluster, backend=config.backend, server=credential.server)
         agent.run(stop)
 
@@ -103,7 +111,9 @@ def cmd_join(args: argparse.Namespace) -> int:
                 "/v1/clusters/join",
                 body={"token": args.token, "name": config.name, "backend": config.backend, "labels": config.labels},
             )
-        credential = Credential(server=config.server, cluster=config.name, token=reply["credential"])
+        credential = Credential(
+            server=config.server, cluster=config.name, token=reply["credential"], lease=reply.get("lease")
+        )
         path = config.credential_path()
         save_credential(path, credential)
         log.info("joined", cluster=config.name, credential_file=str(path))

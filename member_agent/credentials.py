@@ -13,6 +13,8 @@ class Credential:
     server: str
     cluster: str
     token: str
+    lease: float | None = None
+    """The federation's lostAfter at join: the agent's lease on its runs until a reply renews it."""
 
 
 def save_credential(path: Path, credential: Credential) -> None:
@@ -28,7 +30,7 @@ def save_credential(path: Path, credential: Credential) -> None:
 def load_credential(path: Path) -> Credential:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return Credential(server=data["server"], cluster=data["cluster"], token=data["token"])
+        return Credential(server=data["server"], cluster=data["cluster"], token=data["token"], lease=data.get("lease"))
     except FileNotFoundError:
         raise ValueError(f"no credential at {path}: run `fedq agent join` first") from None
     except (OSError, ValueError, KeyError) as exc:

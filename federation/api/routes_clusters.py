@@ -40,7 +40,7 @@ async def join(request: Request, state: State) -> dict[str, Any]:
         raise ApiError(403, str(exc), [{"field": "labels", "message": str(exc)}]) from None
     joined = Principal(Role.JOIN, body.name, id_of(body.token))
     state.audit.write(joined, "cluster.join", {"name": body.name, "credential": id_of(credential)})
-    return {"cluster": body.name, "credential": credential}
+    return {"cluster": body.name, "credential": credential, "lease": state.clusters.lease}
 
 
 @router.post("/{name}/report")

@@ -4,11 +4,14 @@ a live run; heard again, it reports those runs stopped for their old epochs."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from federation.models import JobState
 from federation.models.cluster import Assignment, ReportReply
 from member_agent.agent import Agent
 from member_agent.backends.base import NodeView, TaskPhase
 from member_agent.backends.simulated import SimulatedBackend
+from member_agent.credentials import Credential, load_credential, save_credential
 from member_agent.local_scheduler import LocalScheduler
 from policies.clock import ManualClock
 from tests.unit.records import job_record
@@ -71,3 +74,22 @@ def test_the_lease_runs_from_the_last_answered_report_and_needs_the_federation_t
     clock.advance(LEASE - 0.5)
     agent.keep_lease()
     assert not agent.fenced and [t.job_id for t in backend.tasks()] == ["a"]
+
+
+def test_after_a_restart_the_lease_from_the_join_fences_the_runs_it_adopted(tmp_path: Path) -> None:
+    clock = ManualClock(0.0)
+    backend = SimulatedBackend([NodeView("n0", {"cpu": 1.0})], clock)
+    before = Agent(None, "c", backend, LocalScheduler(clock), clock)
+    _round(before, "a")  # a runs; then the agent restarts, and the federation stays out of reach
+    path = tmp_path / "c.json"
+    save_credential(path, Credential("https://fed", "c", "fedq_cluster_x", lease=LEASE))
+    credential = load_credential(path)
+    assert credential.lease == LEASE
+
+    clock.advance(5)
+    agent = Agent(None, "c", backend, LocalScheduler(clock), clock, lease=credential.lease)
+    agent.reconcile()
+    clock.advance(LEASE)
+    agent.keep_lease()
+    agent.observe()
+    assert agent.fenced and backend.tasks() == []
