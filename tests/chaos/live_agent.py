@@ -1,5 +1,6 @@
 """A real member agent in a thread of the test process, reporting over https (directly or through a
-``TcpProxy``), on a recording simulated backend and the system clock; ``close`` stops it."""
+``TcpProxy``), on a recording simulated backend and the system clock; its join token bounds its
+capacity to its nodes; ``close`` stops it."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ REPORT_INTERVAL = 0.2
 
 class LiveAgent:
     def __init__(self, admin: FedqClient, name: str, server: str, ca: str, cpus: int = 4) -> None:
-        token = admin.create_join_token(name)
+        token = admin.create_join_token(name, capacity={"cpu": cpus})  # it may claim just its nodes
         with FedqClient(server, ca=ca) as anonymous:
             joined = anonymous.request("POST", "/v1/clusters/join", body={"token": token, "name": name})
         clock = SystemClock()
