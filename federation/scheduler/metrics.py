@@ -37,6 +37,12 @@ class SchedulerMetrics:
         self.requeued = Counter(
             "fedq_scheduler_lost_requeues", "Jobs requeued because their cluster went silent", ["cluster"], registry=r
         )
+        self.not_admitted = Counter(
+            "fedq_scheduler_admission_requeues",
+            "Jobs requeued because their cluster did not admit them within cluster.admitWithin",
+            ["cluster"],
+            registry=r,
+        )
         self.pending = Gauge("fedq_scheduler_pending_jobs", "Jobs waiting in the global queue", registry=r)
         self.reservations = Gauge("fedq_scheduler_reservations", "Jobs holding a reservation", registry=r)
         self.unschedulable = Gauge(

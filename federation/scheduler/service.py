@@ -375,8 +375,11 @@ class SchedulerService:
         late = self.state.not_admitted(now, within)
         changes = self._changes([(job_id, NotAdmitted(cluster, within)) for job_id, cluster in late], now)
         if changes:
-            landed = await self._commit(changes)
-            log.warning("requeued jobs their clusters did not admit", jobs=len(landed), within=within)
+            took = dict(late)
+            for change in await self._commit(changes):
+                cluster = took[change.record.id]
+                self.metrics.not_admitted.labels(cluster=cluster).inc()
+                log.warning("requeued a job its cluster did not admit", job_id=change.record.id, cluster=cluster)
 
     async def _commit(self, changes: list[Change]) -> list[Change]:
         """Commit, and account for what landed (the watch skips our own commits)."""

@@ -43,6 +43,8 @@ async def test_a_job_its_cluster_does_not_admit_is_requeued_after_admit_within(m
     requeue = record.events[-2]
     assert (requeue.source, requeue.target) == (JobState.DISPATCHED, JobState.PENDING)
     assert "deaf did not admit it within 30s" in requeue.reason
+    registry = h.service.metrics.registry
+    assert registry.get_sample_value("fedq_scheduler_admission_requeues_total", {"cluster": "deaf"}) == 1
     del agent.handle_reply  # it hears again: the next dispatch (epoch 2) runs
     for _ in range(3):
         await h.tick(30)
