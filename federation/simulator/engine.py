@@ -252,9 +252,8 @@ class Engine:
             self._wake(action.at + after + self.config.cycle_period)
 
     def _requeue_lost(self) -> bool:
-        """As the service does before each cycle: the jobs of clusters silent past ``requeueAfter``,
-        then those taken but not admitted within ``admitWithin`` (a silent cluster's: a simulated
-        agent admits what it is sent at once)."""
+        """As the service does before each cycle: the jobs of clusters silent past ``requeueAfter``, then
+        those not admitted within ``admitWithin`` (a silent cluster's: simulated agents admit at once)."""
         now, cluster = self.clock.now(), self.config.cluster
         lost = self.state.lost_clusters(now, cluster.requeue_after)
         moved = self._requeue([(j, ClusterLost(n)) for n in lost for j in sorted(self.state.clusters[n].jobs)])
@@ -262,20 +261,15 @@ class Engine:
         return self._requeue([(j, NotAdmitted(c, cluster.admit_within)) for j, c in late]) or moved
 
     def _requeue(self, events: list[tuple[str, Event]]) -> bool:
-        moved = False
-        for job_id, event in events:
-            job = self.jobs[job_id]
-            outcome = self._move(job, event)
-            if outcome is None:
-                continue
-            moved = True
-            if outcome.record.state.terminal:
-                self.state.remove_job(job_id)
+        outcomes = [(self.jobs[job_id], self._move(self.jobs[job_id], event)) for job_id, event in events]
+        for job, outcome in outcomes:
+            if outcome is not None and outcome.record.state.terminal:
+                self.state.remove_job(job.record.id)
                 self._finish(job, outcome.record.state.value, outcome.record.reason)
-            else:
+            elif outcome is not None:
                 job.start, job.cluster = None, ""
                 self._upsert(job)
-        return moved
+        return any(outcome is not None for _, outcome in outcomes)
 
     def _plan(self) -> CyclePlan:
         """The global cycle on up-to-date capacity reports and the accountant's usage now."""
