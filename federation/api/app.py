@@ -13,7 +13,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from federation.api import routes_admin, routes_clusters, routes_jobs, routes_reports, routes_tokens
 from federation.api.deps import Caller
 from federation.api.errors import ERROR_RESPONSES, install_error_handlers
+from federation.api.schema import DocumentedApp
 from federation.api.state import ApiMetrics, QueueTreeCache, ServerState
+from federation.api.views import Health
 from federation.audit import AuditLog
 from federation.auth import Role, TokenStore
 from federation.clusters import ClusterService
@@ -59,7 +61,7 @@ def create_app(
             await state.queues.apply(queues)
         yield
 
-    app = FastAPI(title="fedq", version="0.1.0", lifespan=lifespan)
+    app = DocumentedApp(title="fedq", version="0.1.0", lifespan=lifespan)
     app.state.fedq = state
     install_error_handlers(app)
     app.include_router(routes_jobs.router)
@@ -79,7 +81,7 @@ def create_app(
             state.metrics.rejected.labels(status=str(response.status_code)).inc()
         return response
 
-    @app.get("/healthz", tags=["health"])
+    @app.get("/healthz", tags=["health"], response_model=Health)
     async def healthz() -> dict[str, object]:
         """``leader``: whether this replica's scheduler leads (None when it runs no scheduler)."""
         scheduler = getattr(app.state, "scheduler", None)

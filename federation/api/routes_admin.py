@@ -10,7 +10,9 @@ from pydantic import ValidationError
 
 from federation.api.deps import AuditEntry, Caller, State, audited, read_document, require_admin
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid
+from federation.api.schema import request_body
 from federation.api.state import UnreadableTree
+from federation.api.views import Applied, QueueTreeView
 from federation.models import JobState, QueueNode, QueueTree, QueueTreeConfig
 
 router = APIRouter(tags=["queues"], responses=ERROR_RESPONSES)
@@ -52,7 +54,7 @@ def _node_view(node: QueueNode, counts: dict[str, Counter[str]]) -> dict[str, An
     }
 
 
-@router.get("/v1/queues")
+@router.get("/v1/queues", response_model=QueueTreeView)
 async def get_queues(state: State, who: Caller) -> dict[str, Any]:
     tree = await state.queues.get()
     if tree is None:
@@ -62,7 +64,7 @@ async def get_queues(state: State, who: Caller) -> dict[str, Any]:
     return {"queues": [_node_view(node, counts) for node in roots]}
 
 
-@router.put("/v1/queues")
+@router.put("/v1/queues", response_model=Applied, openapi_extra=request_body(QueueTreeConfig))
 async def put_queues(
     request: Request, state: State, who: Caller, audit: Annotated[AuditEntry, Depends(audited("queues.apply"))]
 ) -> dict[str, Any]:

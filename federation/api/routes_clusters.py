@@ -10,19 +10,21 @@ from pydantic import ValidationError
 from federation.api.deps import Caller, State, audited, read_document, require_admin
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid
 from federation.api.routes_tokens import Issue, checked_name, issue_for
+from federation.api.schema import request_body
+from federation.api.views import ClusterList, Cordoned, IssuedToken, Joined
 from federation.auth import Principal, Role, id_of
 from federation.clusters import ClaimRefused, JoinRefused, ReportTooLarge, UnknownCluster
-from federation.models.cluster import ClusterReport, JoinRequest, summed
+from federation.models.cluster import ClusterReport, JoinRequest, ReportReply, summed
 
 router = APIRouter(prefix="/v1/clusters", tags=["clusters"], responses=ERROR_RESPONSES)
 
 
-@router.post("/{name}/tokens", status_code=201)
+@router.post("/{name}/tokens", status_code=201, response_model=IssuedToken, response_model_exclude_unset=True)
 async def create_join_token(name: str, request: Request, state: State, who: Caller, audit: Issue) -> dict[str, Any]:
     return await issue_for(Role.JOIN, name, request, state, who, audit)
 
 
-@router.post("/join", status_code=201)
+@router.post("/join", status_code=201, response_model=Joined, openapi_extra=request_body(JoinRequest))
 async def join(request: Request, state: State) -> dict[str, Any]:
     """Unauthenticated except by the one-time join token in the body. The cluster's new credential
     replaces any it had: an earlier one stops working at once."""
@@ -43,7 +45,7 @@ async def join(request: Request, state: State) -> dict[str, Any]:
     return {"cluster": body.name, "credential": credential, "lease": state.clusters.lease}
 
 
-@router.post("/{name}/report")
+@router.post("/{name}/report", response_model=ReportReply, openapi_extra=request_body(ClusterReport))
 async def report(name: str, request: Request, state: State, who: Caller) -> dict[str, Any]:
     if who.role is not Role.CLUSTER:
         raise ApiError(403, "reports need a cluster credential (from `fedq agent join`)")
@@ -65,7 +67,7 @@ async def report(name: str, request: Request, state: State, who: Caller) -> dict
     return reply.model_dump(mode="json")
 
 
-@router.get("")
+@router.get("", response_model=ClusterList)
 async def list_clusters(state: State, who: Caller) -> dict[str, Any]:
     if who.role is Role.CLUSTER:
         raise ApiError(403, "a cluster credential cannot list clusters")
@@ -100,11 +102,11 @@ async def _cordon(name: str, state: State, who: Principal, cordoned: bool) -> di
     return {"name": record.name, "cordoned": record.cordoned}
 
 
-@router.post("/{name}/cordon", dependencies=[Depends(audited("cluster.cordon"))])
+@router.post("/{name}/cordon", dependencies=[Depends(audited("cluster.cordon"))], response_model=Cordoned)
 async def cordon(name: str, state: State, who: Caller) -> dict[str, Any]:
     return await _cordon(name, state, who, True)
 
 
-@router.post("/{name}/uncordon", dependencies=[Depends(audited("cluster.uncordon"))])
+@router.post("/{name}/uncordon", dependencies=[Depends(audited("cluster.uncordon"))], response_model=Cordoned)
 async def uncordon(name: str, state: State, who: Caller) -> dict[str, Any]:
     return await _cordon(name, state, who, False)

@@ -12,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from federation.api.admission import JoinedClusters
 from federation.api.deps import Caller, State, audited, read_document
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid, summary
+from federation.api.schema import JobBatch, request_body
+from federation.api.views import Cancelled, Explanation, JobPage, Submitted
 from federation.auth import Principal, Role
 from federation.explain import explain
 from federation.jobs import Conflict, NotFound, StoredJob, expand, index_ranges
@@ -111,7 +113,14 @@ def _check_against_tree(manifest: JobManifest, tenant: str, tree: QueueTree, sta
         )
 
 
-@router.post("", status_code=201, dependencies=[Depends(audited("job.submit", admin_only=True))])
+@router.post(
+    "",
+    status_code=201,
+    dependencies=[Depends(audited("job.submit", admin_only=True))],
+    response_model=Submitted,
+    response_model_exclude_unset=True,
+    openapi_extra=request_body(JobManifest | JobBatch),
+)
 async def submit(
     request: Request,
     state: State,
@@ -268,7 +277,7 @@ def _resume_after(token: str, filters: tuple[str | None, str | None, str | None]
     return cursor.after
 
 
-@router.get("")
+@router.get("", response_model=JobPage)
 async def list_jobs(
     state: State,
     who: Caller,
@@ -305,7 +314,7 @@ async def list_jobs(
     return {"items": page.items, "continue": cursor.encode()}
 
 
-@router.get("/{job_id}")
+@router.get("/{job_id}", response_model=JobRecord, response_model_exclude_unset=True)
 async def get_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
     stored = await _owned(state, who, job_id)
     return _detail(stored.record)
@@ -317,7 +326,7 @@ def _detail(record: JobRecord) -> dict[str, Any]:
     return detail
 
 
-@router.get("/{job_id}/explain")
+@router.get("/{job_id}/explain", response_model=Explanation)
 async def explain_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
     """Why the job waits: its place in line, the policy holding it, reservations, a projected start."""
     stored = await _owned(state, who, job_id)
@@ -327,7 +336,7 @@ async def explain_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
     )
 
 
-@router.delete("/{job_id}", status_code=200, dependencies=[Depends(audited("job.cancel"))])
+@router.delete("/{job_id}", status_code=200, dependencies=[Depends(audited("job.cancel"))], response_model=Cancelled)
 async def cancel_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
     """Queued jobs are cancelled at once; running ones are marked and stopped by their cluster's agent."""
     for _ in range(5):

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from pydantic import BaseModel
 
 from federation.accounting import AccountingSnapshot
 from federation.api.deps import Caller, State
@@ -20,6 +21,7 @@ from federation.api.state import ServerState
 from federation.auth import Principal, Role
 from federation.models import JobRecord, QueueTree
 from federation.reports.metrics import QuotaCollector
+from federation.reports.models import QuotaReport, UserPrioReport
 from federation.reports.quota import UnknownQueue, build_quota_report, known_tenants
 from federation.reports.render import quota_csv, userprio_csv
 from federation.reports.source import federation_capacity, load_accounting, load_jobs
@@ -78,12 +80,11 @@ def _time(text: str, now: float, name: str) -> float:
         raise ApiError(422, f"invalid {name}: {exc}", [{"field": name, "message": str(exc)}]) from None
 
 
-CSV: dict[int | str, dict[str, Any]] = {
-    200: {"content": {"text/csv": {}}, "description": "JSON, or CSV with format=csv"}
-}
+def _json_or_csv(model: type[BaseModel]) -> dict[int | str, dict[str, Any]]:
+    return {200: {"model": model, "content": {"text/csv": {}}, "description": "JSON, or CSV with format=csv"}}
 
 
-@router.get("/quota", responses=CSV)
+@router.get("/quota", responses=_json_or_csv(QuotaReport))
 async def quota(
     state: State,
     who: Caller,
@@ -124,7 +125,7 @@ async def quota(
     return JSONResponse(report.model_dump(mode="json"))
 
 
-@router.get("/userprio", responses=CSV)
+@router.get("/userprio", responses=_json_or_csv(UserPrioReport))
 async def userprio(
     state: State, who: Caller, tenant: str | None = None, format: Literal["json", "csv"] = "json"
 ) -> Response:

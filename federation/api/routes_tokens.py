@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from federation.api.deps import AuditEntry, Caller, State, audited, read_document, require_admin
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid
+from federation.api.schema import TokenLifetime, request_body
+from federation.api.views import IssuedToken, TokenList, TokenView
 from federation.auth import Principal, Role, TokenInfo, UnknownToken, id_of
 from federation.models import check_tenant_name
 from federation.models.cluster import ClusterGrant
@@ -83,7 +85,14 @@ async def issue_for(
     return {"tenant" if tenant else "cluster": name, **_issued(role, name, token, expiry, audit)}
 
 
-@router.post("/v1/tenants/{name}/tokens", status_code=201, tags=["tenants"])
+@router.post(
+    "/v1/tenants/{name}/tokens",
+    status_code=201,
+    tags=["tenants"],
+    response_model=IssuedToken,
+    response_model_exclude_unset=True,
+    openapi_extra=request_body(TokenLifetime, required=False),
+)
 async def create_tenant_token(name: str, request: Request, state: State, who: Caller, audit: Issue) -> dict[str, Any]:
     return await issue_for(Role.TENANT, name, request, state, who, audit)
 
@@ -99,7 +108,13 @@ class NewToken(BaseModel):
     """Checked by ``auth.ttl`` as every route's ``ttl`` is (a boolean is no duration)."""
 
 
-@router.post("/v1/tokens", status_code=201)
+@router.post(
+    "/v1/tokens",
+    status_code=201,
+    response_model=IssuedToken,
+    response_model_exclude_unset=True,
+    openapi_extra=request_body(NewToken),
+)
 async def create_token(request: Request, state: State, who: Caller, audit: Issue) -> dict[str, Any]:
     """An admin token (rotate the admin secret: create one, switch to it, revoke the old) or a metrics
     token (a scraper's: all of ``/metrics``; elsewhere only what any token reads, the queue tree and the
@@ -134,7 +149,7 @@ def _view(info: TokenInfo, now: float) -> dict[str, Any]:
     }
 
 
-@router.get("/v1/tokens")
+@router.get("/v1/tokens", response_model=TokenList)
 async def list_tokens(
     state: State, who: Caller, kind: Annotated[Role | None, Query()] = None, name: str | None = None
 ) -> dict[str, Any]:
@@ -150,7 +165,7 @@ async def list_tokens(
     return {"items": items}
 
 
-@router.delete("/v1/tokens/{token_id}")
+@router.delete("/v1/tokens/{token_id}", response_model=TokenView)
 async def revoke_token(
     token_id: str, state: State, who: Caller, _: Annotated[AuditEntry, Depends(audited("token.revoke"))]
 ) -> dict[str, Any]:

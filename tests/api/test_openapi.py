@@ -43,3 +43,37 @@ async def test_non_json_answers_are_documented(api: Api) -> None:
     assert list(paths["/metrics"]["get"]["responses"]["200"]["content"]) == ["text/plain"]
     for report in ("/v1/reports/quota", "/v1/reports/userprio"):
         assert set(paths[report]["get"]["responses"]["200"]["content"]) == {"application/json", "text/csv"}
+
+
+async def test_every_body_and_answer_is_a_declared_model(api: Api) -> None:
+    """Request bodies (read by the handlers themselves, JSON or YAML) and 2xx answers name their models,
+    so a client or a fuzzer knows them: no route answers a bare ``object``."""
+    document = await schema(api)
+    paths = document["paths"]
+    bodies = {
+        ("post", "/v1/jobs"): ["JobManifest-Input", "JobBatch-Input"],
+        ("put", "/v1/queues"): ["QueueConfig-Input"],
+        ("post", "/v1/clusters/join"): [],
+        ("post", "/v1/clusters/{name}/report"): ["NodeReport-Input", "StatusUpdate-Input"],
+        ("post", "/v1/tokens"): [],
+        ("post", "/v1/tenants/{name}/tokens"): [],
+    }
+    for (method, path), models in bodies.items():
+        content = paths[path][method]["requestBody"]["content"]
+        assert set(content) == {"application/json", "application/yaml"}, (method, path)
+        assert "$defs" not in content["application/json"]["schema"]
+        for model in models:
+            assert model in document["components"]["schemas"], model
+    assert {
+        ref["$ref"]
+        for ref in paths["/v1/jobs"]["post"]["requestBody"]["content"]["application/json"]["schema"]["anyOf"]
+    } == {
+        "#/components/schemas/JobManifest-Input",
+        "#/components/schemas/JobBatch-Input",
+    }
+    for path, operations in paths.items():
+        for method, operation in operations.items():
+            ok = next(status for status in operation["responses"] if status.startswith("2"))
+            answer = operation["responses"][ok]["content"]
+            if path != "/metrics":
+                assert set(answer["application/json"]["schema"]) == {"$ref"}, (method, path)

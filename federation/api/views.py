@@ -1,0 +1,143 @@
+"""What the API answers, as models: each route declares one (``response_model``), so the OpenAPI document
+says what a client or a fuzzer gets back, and FastAPI checks every answer against it.
+
+Routes answer with ``response_model_exclude_unset``: a view carries the keys the handler gave, no more.
+Views that other modules grow (a job's summary, an explanation) allow extra keys.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _View(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class Submitted(_View):
+    """One job: ``id``; an array: ``id`` (the array's) and ``ids``; a bulk request: ``ids``."""
+
+    id: str | None = None
+    ids: list[str] | None = None
+
+
+class JobSummary(_Open):
+    id: str
+    name: str
+    tenant: str
+    queue: str
+    state: str
+    priority: int
+    submit_time: float
+    cluster: str
+    reason: str
+    attempt: int
+
+
+class JobPage(_View):
+    items: list[JobSummary]
+    continue_: str | None = Field(alias="continue")
+    """Pass it back for the next page; null at the end."""
+
+
+class Explanation(_Open):
+    """Why a job waits (see the README); keys past these depend on its state."""
+
+    id: str
+    state: str
+    queue: str
+    tenant: str
+
+
+class Cancelled(_View):
+    id: str
+    state: str
+    cancel_requested: bool
+
+
+class QueueView(_View):
+    path: str
+    name: str
+    weight: float
+    guarantee: dict[str, float]
+    cap: dict[str, float]
+    accept_surplus: bool = Field(alias="acceptSurplus")
+    priority_factor: float = Field(alias="priorityFactor")
+    tenants: list[str]
+    pending: int
+    running: int
+    children: list[QueueView]
+
+
+class QueueTreeView(_View):
+    queues: list[QueueView]
+
+
+class Applied(_View):
+    applied: list[str]
+    """Every queue path of the applied tree."""
+
+
+class IssuedToken(_View):
+    """A new token, shown this once; ``tenant`` or ``cluster`` for the tokens made under those paths."""
+
+    id: str
+    kind: str
+    name: str
+    token: str
+    expires_at: float
+    tenant: str | None = None
+    cluster: str | None = None
+
+
+class TokenView(_View):
+    id: str
+    kind: str
+    name: str
+    created_at: float | None
+    expires_at: float | None
+    revoked_at: float | None
+    revoked_because: str | None
+    state: str
+
+
+class TokenList(_View):
+    items: list[TokenView]
+
+
+class Joined(_View):
+    cluster: str
+    credential: str
+    lease: float | None = None
+    """How long the agent's runs may outlive its last answer from the federation (``cluster.lostAfter``)."""
+
+
+class ClusterView(_Open):
+    name: str
+    backend: str
+    labels: dict[str, str]
+    state: str
+    nodes: int
+    capacity: dict[str, float]
+    free: dict[str, float]
+    running: int
+    last_report_age: float | None
+
+
+class ClusterList(_View):
+    items: list[ClusterView]
+
+
+class Cordoned(_View):
+    name: str
+    cordoned: bool
+
+
+class Health(_View):
+    ok: bool
+    revision: int
+    leader: bool | None
