@@ -77,8 +77,9 @@ def _index_value(record: JobRecord, raw: bytes) -> bytes:
     return pydantic_core.to_json(view)  # compact JSON, about 4x faster than the json module
 
 
-def write_ops(record: JobRecord) -> list[Op]:
-    raw = record.to_bytes()
+def write_ops(record: JobRecord, raw: bytes | None = None) -> list[Op]:
+    """The record's put and its index entry's; ``raw``: the record's bytes when they are at hand."""
+    raw = record.to_bytes() if raw is None else raw
     return [
         Op.put(keys.job(record.id), raw),
         Op.put(keys.job_index(record.state.value, record.queue, record.id), _index_value(record, raw)),

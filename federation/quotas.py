@@ -48,12 +48,9 @@ def usage_of(records: Sequence[JobRecord], sizes: Sequence[int]) -> Usage:
 async def tenant_usage(store: Store, tree: QueueTree, tenant: str) -> Usage:
     """The tenant's unfinished jobs, their tasks and record bytes, from the index of its queues."""
     queues = [node.path for node in tree.leaves() if tree.may_submit(tenant, node.path)]
-    kvs: list[KeyValue] = []
-    for queue in queues:
-        for state in UNFINISHED:
-            for prefix in index_ranges(state, queue):
-                kvs += await store.range(prefix)
-    return await asyncio.to_thread(_sum, kvs, tenant)
+    prefixes = [prefix for queue in queues for state in UNFINISHED for prefix in index_ranges(state, queue)]
+    ranges = await asyncio.gather(*(store.range(prefix) for prefix in prefixes))
+    return await asyncio.to_thread(_sum, [kv for kvs in ranges for kv in kvs], tenant)
 
 
 def _sum(kvs: Sequence[KeyValue], tenant: str) -> Usage:

@@ -1,7 +1,9 @@
 """Atomic, idempotent submits: a request's new jobs land all or none, however many txns they take, and
 a retried request (the same ``Idempotency-Key``) answers the first one's result and writes nothing new.
 
-A redo log, not a pending marker on the records, so nothing that reads jobs changes. The records are
+A request that fits one txn (fewer than ``max_txn_ops`` ops, ``MAX_BATCH_BYTES``) is that one txn, its
+answer beside it for a keyed one. A larger one goes through a redo log, not a pending marker on the
+records, so nothing that reads jobs changes. The records are
 first staged where no reader looks (``staged/<request>/<n>``) under an open journal
 (``submits/open/<request>``, state ``staged``). One txn then commits the request: the journal turns
 ``committed`` with its answer, guarded by its own revision. Until that txn, nothing of the request is
@@ -99,9 +101,15 @@ class Submits:
         raise InProgress(request.id)
 
     async def submit(self, request: Request, records: Sequence[JobRecord], answer: dict[str, Any]) -> None:
-        """Stage, commit and publish ``records``; raises before the commit having made nothing visible
-        (``OutcomeUnknown`` when the commit's answer was lost)."""
+        """Write ``records`` all or none; raises having made nothing visible, except ``OutcomeUnknown``
+        (the answer of the txn that makes them visible was lost). A request that fits one txn is that
+        txn; a larger one is staged, committed and published."""
         await self.sweep()
+        items = [(record, record.to_bytes()) for record in records]
+        ops = [op for record, raw in items for op in write_ops(record, raw)]
+        if len(ops) < self._store.max_txn_ops and sum(len(op.value) for op in ops) <= MAX_BATCH_BYTES:
+            await self._at_once(request, ops, answer)
+            return
         journal = {
             "fingerprint": request.fingerprint,
             "created": self._clock.now(),
@@ -116,7 +124,7 @@ class Submits:
         if not start.succeeded:
             raise InProgress(request.id)
         try:
-            await put_many(self._store, _stage(request.id, records))
+            await put_many(self._store, _stage(request.id, [raw for _, raw in items]))
         except BaseException:
             await self._forget(request.id, start.revision)
             raise
@@ -132,9 +140,25 @@ class Submits:
             raise StoreUnavailable("the submit took too long and was dropped; nothing was written, try again")
         kv = KeyValue(opened, committed, commit.revision, commit.revision, 2)
         try:
-            await self._finish(request.id, kv, records)
+            await self._finish(request.id, kv, items)
         except StoreError:
             self._swept = float("-inf")  # accepted: the next submit's sweep publishes the rest
+
+    async def _at_once(self, request: Request, ops: list[Op], answer: dict[str, Any]) -> None:
+        """One txn: the jobs, and for a keyed request its answer, guarded by no other attempt holding the key."""
+        compares: list[Compare] = []
+        if request.keyed:
+            opened, done = keys.open_submit(request.id), keys.done_submit(request.id)
+            compares = [Compare.missing(opened), Compare.missing(done)]
+            lease = await self._store.grant(IDEMPOTENCY_TTL)
+            body = {"fingerprint": request.fingerprint, "answer": answer}
+            ops = [*ops, Op.put(done, json.dumps(body).encode(), lease)]
+        try:
+            result = await self._store.txn(compares, ops, [])
+        except StoreUnavailable as exc:
+            raise OutcomeUnknown(str(exc)) from exc
+        if not result.succeeded:
+            raise InProgress(request.id)
 
     async def sweep(self) -> None:
         """Drop abandoned staged requests and finish committed ones, at most every ``SWEEP_EVERY``."""
@@ -150,12 +174,15 @@ class Submits:
             elif body["created"] <= now - STALE_AFTER:
                 await self._forget(request_id, journal.mod_revision)
 
-    async def _finish(self, request_id: str, journal: KeyValue, records: Sequence[JobRecord] | None = None) -> None:
-        """Publish a committed request's jobs (those not there yet) and close its journal."""
-        if records is None:
+    async def _finish(
+        self, request_id: str, journal: KeyValue, items: Sequence[tuple[JobRecord, bytes]] | None = None
+    ) -> None:
+        """Publish a committed request's jobs (those not there yet) and close its journal; ``items``: the
+        records with their bytes, read back from the staged chunks when not given."""
+        if items is None:
             chunks = await self._store.range(keys.staged(request_id))
-            records = [JobRecord.from_bytes(line) for kv in chunks for line in kv.value.split(b"\n")]
-        await _publish(self._store, records)
+            items = [(JobRecord.from_bytes(line), line) for kv in chunks for line in kv.value.split(b"\n")]
+        await _publish(self._store, items)
         body = json.loads(journal.value)
         ops = [Op.delete_prefix(keys.staged(request_id)), Op.delete(journal.key)]
         if body["keyed"]:
@@ -176,13 +203,12 @@ class Submits:
             return False
 
 
-def _stage(request_id: str, records: Sequence[JobRecord]) -> list[tuple[str, bytes]]:
+def _stage(request_id: str, raws: Sequence[bytes]) -> list[tuple[str, bytes]]:
     """The records as chunks of lines of record JSON (which has no raw newline), about ``_CHUNK_BYTES`` each."""
     chunks: list[tuple[str, bytes]] = []
     lines: list[bytes] = []
     size = 0
-    for record in records:
-        raw = record.to_bytes()
+    for raw in raws:
         if lines and size + len(raw) > _CHUNK_BYTES:
             chunks.append((f"{keys.staged(request_id)}{len(chunks):06d}", b"\n".join(lines)))
             lines, size = [], 0
@@ -193,28 +219,28 @@ def _stage(request_id: str, records: Sequence[JobRecord]) -> list[tuple[str, byt
     return chunks
 
 
-async def _publish(store: Store, records: Sequence[JobRecord], in_flight: int = 4) -> None:
+async def _publish(store: Store, items: Sequence[tuple[JobRecord, bytes]], in_flight: int = 4) -> None:
     """Write each record and its index entry unless the job is there already (published before)."""
-    batches: list[list[JobRecord]] = [[]]
+    batches: list[list[tuple[JobRecord, bytes]]] = [[]]
     size = 0
-    for record in records:
-        cost = 2 * len(record.to_bytes())
+    for item in items:
+        cost = 2 * len(item[1])
         if batches[-1] and (len(batches[-1]) >= JOBS_PER_TXN or size + cost > MAX_BATCH_BYTES):
             batches.append([])
             size = 0
-        batches[-1].append(record)
+        batches[-1].append(item)
         size += cost
     gate = asyncio.Semaphore(in_flight)
 
-    async def send(batch: list[JobRecord]) -> None:
+    async def send(batch: list[tuple[JobRecord, bytes]]) -> None:
         async with gate:
-            guards = [Compare.missing(keys.job(record.id)) for record in batch]
-            ops = [op for record in batch for op in write_ops(record)]
+            guards = [Compare.missing(keys.job(record.id)) for record, _ in batch]
+            ops = [op for record, raw in batch for op in write_ops(record, raw)]
             if (await store.txn(guards, ops, [])).succeeded:
                 return
-            found = await get_many(store, [keys.job(record.id) for record in batch])
-            for record, kv in zip(batch, found, strict=True):
+            found = await get_many(store, [keys.job(record.id) for record, _ in batch])
+            for (record, raw), kv in zip(batch, found, strict=True):
                 if kv is None:
-                    await store.txn([Compare.missing(keys.job(record.id))], write_ops(record), [])
+                    await store.txn([Compare.missing(keys.job(record.id))], write_ops(record, raw), [])
 
     await asyncio.gather(*(send(batch) for batch in batches if batch))

@@ -7,7 +7,9 @@ cluster credential sees none.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
@@ -98,15 +100,16 @@ async def quota(
 ) -> Response:
     """Per tenant: quota, allocation, shares, fair-share target, RUP/EUP, usage and waits (docs/reports.md)."""
     tenant = _who_sees(who, tenant)
-    inputs = await _inputs(state)
-    _check_tenant(inputs, who, tenant)
-    now = inputs.snapshot.time
-    start, end = _time(since, now, "since"), _time(until, now, "until")
-    if end < start:
-        raise ApiError(422, f"the window ends before it starts (since={since!r}, until={until!r})")
-    capacity = await federation_capacity(state.clusters, state.config.cluster.lost_after)
-    try:
-        report = build_quota_report(
+    async with state.reports.slot():
+        inputs = await _inputs(state)
+        _check_tenant(inputs, who, tenant)
+        now = inputs.snapshot.time
+        start, end = _time(since, now, "since"), _time(until, now, "until")
+        if end < start:
+            raise ApiError(422, f"the window ends before it starts (since={since!r}, until={until!r})")
+        capacity = await federation_capacity(state.clusters, state.config.cluster.lost_after)
+        build = partial(
+            build_quota_report,
             inputs.snapshot,
             inputs.tree,
             inputs.jobs,
@@ -118,8 +121,10 @@ async def quota(
             by_cluster=by == "cluster",
             bins=bins,
         )
-    except UnknownQueue:
-        raise ApiError(404, f"unknown queue {queue!r}") from None
+        try:
+            report = await asyncio.to_thread(build)
+        except UnknownQueue:
+            raise ApiError(404, f"unknown queue {queue!r}") from None
     if format == "csv":
         return PlainTextResponse(quota_csv(report), media_type="text/csv")
     return JSONResponse(report.model_dump(mode="json"))
@@ -131,7 +136,8 @@ async def userprio(
 ) -> Response:
     """Tenants by effective priority, best first, like ``condor_userprio``."""
     tenant = _who_sees(who, tenant)
-    inputs = await _inputs(state)
+    async with state.reports.slot():
+        inputs = await _inputs(state)
     _check_tenant(inputs, who, tenant)
     report = build_userprio(inputs.snapshot, state.config.fairshare.half_life, tenant)
     if format == "csv":
@@ -157,7 +163,8 @@ class QuotaMetrics:
             return
         capacity = await federation_capacity(self.state.clusters, self.state.config.cluster.lost_after)
         at = inputs.snapshot.time
-        report = build_quota_report(inputs.snapshot, inputs.tree, inputs.jobs, capacity, since=at, until=at)
+        build = partial(build_quota_report, inputs.snapshot, inputs.tree, inputs.jobs, capacity, since=at, until=at)
+        report = await asyncio.to_thread(build)
         self.collector.update(inputs.snapshot, report)
         self._refreshed = now
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -75,6 +78,34 @@ class QueueTreeCache:
         return await self.get() or QueueTree(config)
 
 
+REPORTS_AT_ONCE = 1
+REPORTS_WAITING = 4
+
+
+class ReportGate:
+    """Reads of every job record (reports) run ``REPORTS_AT_ONCE`` at a time per replica, with at most
+    ``REPORTS_WAITING`` more queued; past that a caller gets a 429, so one tenant's report calls cost the
+    replica one worker thread, never the event loop or its memory."""
+
+    def __init__(self) -> None:
+        self._running = asyncio.Semaphore(REPORTS_AT_ONCE)
+        self._waiting = 0
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        if self._waiting >= REPORTS_WAITING:
+            raise ApiError(429, "too many reports are being built on this server now: retry in a few seconds")
+        self._waiting += 1
+        try:
+            await self._running.acquire()
+        finally:
+            self._waiting -= 1
+        try:
+            yield
+        finally:
+            self._running.release()
+
+
 @dataclass
 class ServerState:
     store: Store
@@ -88,3 +119,4 @@ class ServerState:
     audit: AuditLog
     budget: StoreBudget
     submits: Submits
+    reports: ReportGate = field(default_factory=ReportGate)

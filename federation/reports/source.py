@@ -3,6 +3,8 @@ scheduler saved, the job records and the federation's capacity from the latest c
 
 from __future__ import annotations
 
+import asyncio
+
 from federation import keys
 from federation.accounting import Accountant, AccountingSnapshot
 from federation.clusters import ClusterService
@@ -31,7 +33,10 @@ async def load_accounting(
 
 
 async def load_jobs(store: Store) -> list[JobRecord]:
-    return [JobRecord.from_bytes(kv.value) for kv in await store.range(keys.JOBS)]
+    """Every job record, parsed in a worker thread: 10,000 large records take seconds of CPU that the
+    event loop (health checks, other tenants' submits, the leader's lease) must not wait behind."""
+    kvs = await store.range(keys.JOBS)
+    return await asyncio.to_thread(lambda: [JobRecord.from_bytes(kv.value) for kv in kvs])
 
 
 async def federation_capacity(clusters: ClusterService, lost_after: float) -> dict[str, float]:

@@ -17,7 +17,8 @@ from tests.api.conftest import START, ApiFactory, serving
 from tests.api.support import Api, job_spec
 
 OPEN = f"{keys.SUBMITS}open/"
-BULK = {"jobs": [job_spec(f"j{n}") for n in range(40)]}  # 40 jobs: several staging and publishing txns
+BULK = {"jobs": [job_spec(f"j{n}") for n in range(80)]}  # more than one txn holds: staged, then published
+LIMITS = {"maxJobsPerRequest": 100}
 
 
 class FlakyStore(MemoryStore):
@@ -45,7 +46,7 @@ class FlakyStore(MemoryStore):
 async def flaky() -> AsyncIterator[tuple[FlakyStore, Api]]:
     clock = ManualClock(START)
     store = FlakyStore(clock)
-    async with serving(store, clock) as api:
+    async with serving(store, clock, LIMITS) as api:
         yield store, api
 
 
@@ -60,7 +61,7 @@ async def _left(api: Api) -> dict[str, int]:
 
 
 async def test_a_retry_with_the_same_key_answers_the_first_result_and_writes_nothing(api_on: ApiFactory) -> None:
-    async with api_on() as api:
+    async with api_on(**LIMITS) as api:
         headers = {**api.auth("alice"), **_key("k-1")}
         first = await api.http.post("/v1/jobs", json=BULK, headers=headers)
         assert first.status_code == 201, first.text
@@ -70,13 +71,13 @@ async def test_a_retry_with_the_same_key_answers_the_first_result_and_writes_not
 
         assert again.status_code == 201 and again.json() == first.json()
         assert await api.store.revision() == revision
-        assert (await _left(api))[keys.JOBS] == 40
+        assert (await _left(api))[keys.JOBS] == 80
         other = await api.http.post("/v1/jobs", json=BULK, headers={**api.auth("bob"), **_key("k-1")})
         assert other.status_code == 201 and other.json() != first.json()  # a key is the tenant's own
 
 
 async def test_a_key_sent_with_another_body_or_malformed_is_422_naming_the_header(api_on: ApiFactory) -> None:
-    async with api_on() as api:
+    async with api_on(**LIMITS) as api:
         headers = {**api.auth("alice"), **_key("k-2")}
         assert (await api.http.post("/v1/jobs", json=job_spec("a"), headers=headers)).status_code == 201
         revision = await api.store.revision()
@@ -99,7 +100,7 @@ async def test_a_request_refused_while_staging_leaves_nothing_and_its_retry_land
         assert (await api.http.get("/v1/jobs", headers=api.auth("alice"))).json()["items"] == []
         retried = await api.http.post("/v1/jobs", json=BULK, headers=headers)
         assert retried.status_code == 201, retried.text
-        assert await _left(api) == {keys.JOBS: 40, keys.INDEX: 40, keys.STAGED: 0, "open": 0}
+        assert await _left(api) == {keys.JOBS: 80, keys.INDEX: 80, keys.STAGED: 0, "open": 0}
 
 
 async def test_a_keyless_request_cut_short_before_its_commit_is_swept_once_stale() -> None:
@@ -124,7 +125,7 @@ async def test_a_lost_start_is_503_and_the_retry_takes_over() -> None:
         retried = await api.http.post("/v1/jobs", json=BULK, headers=headers)
 
         assert retried.status_code == 201, retried.text
-        assert await _left(api) == {keys.JOBS: 40, keys.INDEX: 40, keys.STAGED: 0, "open": 0}
+        assert await _left(api) == {keys.JOBS: 80, keys.INDEX: 80, keys.STAGED: 0, "open": 0}
 
 
 async def test_a_commit_whose_answer_was_lost_is_finished_by_the_retry() -> None:
@@ -138,7 +139,7 @@ async def test_a_commit_whose_answer_was_lost_is_finished_by_the_retry() -> None
         retried = await api.http.post("/v1/jobs", json=BULK, headers=headers)
 
         assert retried.status_code == 201, retried.text
-        assert await _left(api) == {keys.JOBS: 40, keys.INDEX: 40, keys.STAGED: 0, "open": 0}
+        assert await _left(api) == {keys.JOBS: 80, keys.INDEX: 80, keys.STAGED: 0, "open": 0}
         assert (await api.http.post("/v1/jobs", json=BULK, headers=headers)).json() == retried.json()
 
 
@@ -147,13 +148,26 @@ async def test_an_accepted_request_cut_short_while_publishing_is_finished_by_the
         store.rules = [(keys.JOBS, "before")]  # a publishing txn fails: the request is committed
         accepted = await api.http.post("/v1/jobs", json=BULK, headers=api.auth("alice"))
         assert accepted.status_code == 201, accepted.text
-        assert (await _left(api))[keys.JOBS] < 40
+        assert (await _left(api))[keys.JOBS] < 80
 
         assert (await api.http.post("/v1/jobs", json=job_spec(), headers=api.auth("bob"))).status_code == 201
 
         stored = {kv.key.removeprefix(keys.JOBS) for kv in await api.store.range(keys.JOBS)}
-        assert set(accepted.json()["ids"]) <= stored and len(stored) == 41
+        assert set(accepted.json()["ids"]) <= stored and len(stored) == 81
         assert (await _left(api))["open"] == 0 and (await _left(api))[keys.STAGED] == 0
+
+
+async def test_a_request_that_fits_one_txn_is_that_txn_and_its_retry_answers_it() -> None:
+    async with flaky() as (store, api):
+        headers = {**api.auth("alice"), **_key("k-6")}
+        store.rules = [(keys.JOBS, "after")]  # the one txn lands, its answer is lost
+        first = await api.http.post("/v1/jobs", json=job_spec(), headers=headers)
+        assert first.status_code == 503 and "same Idempotency-Key" in first.json()["error"]
+
+        retried = await api.http.post("/v1/jobs", json=job_spec(), headers=headers)
+
+        assert retried.status_code == 201, retried.text
+        assert await _left(api) == {keys.JOBS: 1, keys.INDEX: 1, keys.STAGED: 0, "open": 0}
 
 
 def test_fedq_client_sends_a_new_key_per_call_or_the_one_given() -> None:

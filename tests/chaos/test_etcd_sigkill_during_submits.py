@@ -40,7 +40,7 @@ async def _post(api: Api, names: list[str], key: str | None) -> httpx.Response:
     return await api.http.post("/v1/jobs", params={"allowUnschedulable": "true"}, json=_body(names), headers=headers)
 
 
-@pytest.mark.parametrize("per_request", [1, 20], ids=["single", "bulk"])
+@pytest.mark.parametrize("per_request", [1, 100], ids=["single", "bulk"])  # 100: staged, over several txns
 async def test_submits_around_an_etcd_sigkill_land_once_or_leave_nothing(per_request: int) -> None:
     with EtcdServer(clock=SystemClock()) as etcd:
         store = EtcdStore(etcd.connection, timeout=3.0, connect_timeout=0.2)

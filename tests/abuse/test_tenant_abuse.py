@@ -1,0 +1,147 @@
+"""One tenant abusing the federation (issue 22, acceptance 2): oversized records, an array that would
+exhaust a small etcd quota, and heavy report calls over 10,000 jobs of 64 tasks, all at once, while
+another tenant submits and the scheduler leads. Nobody else stalls: the other tenant's submits and
+``/healthz`` answer within a second (p99), the leader keeps its lease and its cycles go on, and every
+refusal is a 4xx or 503 with a message, never a 500."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import httpx
+import pytest
+
+from federation.config import FederationConfig
+from federation.jobs import JobRepository, expand
+from federation.models import JobManifest, JobState
+from federation.scheduler.service import SchedulerService
+from federation.store import EtcdServer, EtcdStore
+from policies.clock import ManualClock, SystemClock
+from tests.api.conftest import START, serving
+from tests.api.support import job_spec
+
+pytestmark = [pytest.mark.etcd, pytest.mark.slow]
+
+MIB = 1024 * 1024
+ABUSE_FOR = 8.0  # seconds of abuse
+REPORTED_JOBS = 10_000
+SECTIONS = {
+    "store": {"budgetBytes": 48 * MIB},  # etcd's quota below is 96 MiB
+    "quotas": {"tenants": {"bob": {"bytes": "1Gi"}}},  # bob's only bound is the store's budget
+}
+LIMITS = {"maxBodyBytes": MIB, "maxArrayCount": 10_000, "maxJobsPerRequest": 100}
+
+
+def _p99(latencies: list[float]) -> float:
+    ordered = sorted(latencies)
+    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+
+
+async def _finished_jobs(store: EtcdStore) -> None:
+    """10,000 ended jobs of 64 tasks each, bob's, for the reports to read."""
+    spec = job_spec(
+        "reported", array={"count": REPORTED_JOBS}, tasks=[{"name": "w", "replicas": 64, "resources": {"cpu": 1}}]
+    )
+    records = expand(JobManifest.model_validate(spec), "bob", START - 3600)
+    ended = [
+        r.model_copy(update={"state": JobState.SUCCEEDED, "start_time": START - 3000, "end_time": START - 60})
+        for r in records
+    ]
+    await JobRepository(store).create(ended)
+
+
+@contextlib.asynccontextmanager
+async def _leading(store: EtcdStore) -> AsyncIterator[tuple[SchedulerService, list[bool]]]:
+    """The scheduler running with its 5 s lease; ``held`` samples whether it leads every 50 ms."""
+    config = FederationConfig.model_validate({"cyclePeriod": "0.2s"})
+    service = SchedulerService(store, config, SystemClock(), leader_ttl=5.0)
+    stop = asyncio.Event()
+    runner = asyncio.create_task(service.run(stop))
+    held: list[bool] = []
+    async with asyncio.timeout(20):
+        while not service.election.is_leader:
+            await asyncio.sleep(0.05)  # no event says "leading"; bounded by the timeout
+
+    async def sample() -> None:
+        while not stop.is_set():
+            held.append(service.election.is_leader)
+            await asyncio.sleep(0.05)
+
+    sampler = asyncio.create_task(sample())
+    try:
+        yield service, held
+    finally:
+        stop.set()
+        await asyncio.wait_for(runner, 20)
+        await sampler
+
+
+def _cycles(service: SchedulerService) -> float:
+    return service.metrics.registry.get_sample_value("fedq_scheduler_cycle_seconds_count") or 0.0
+
+
+async def _repeat(until: float, call: Callable[[], Awaitable[httpx.Response]], into: list[httpx.Response]) -> None:
+    while time.monotonic() < until:
+        into.append(await call())
+
+
+async def _timed(
+    until: float, call: Callable[[], Awaitable[httpx.Response]], latencies: list[float], into: list[httpx.Response]
+) -> None:
+    while time.monotonic() < until:
+        started = time.perf_counter()
+        into.append(await call())
+        latencies.append(time.perf_counter() - started)
+        await asyncio.sleep(0.05)
+
+
+async def test_one_tenant_cannot_stall_the_others_nor_the_scheduler() -> None:
+    with EtcdServer(clock=SystemClock(), quota_backend_bytes=96 * MIB) as etcd:
+        store = EtcdStore(etcd.connection)
+        await _finished_jobs(store)
+        async with (
+            serving(store, ManualClock(START), LIMITS, sections=SECTIONS) as api,
+            _leading(store) as (service, held),
+        ):
+            abuse: list[httpx.Response] = []
+            victim: list[httpx.Response] = []
+            health: list[httpx.Response] = []
+            submit_latency: list[float] = []
+            health_latency: list[float] = []
+            oversized = job_spec("huge", tasks=[{"name": "w", "env": {"BLOB": "x" * 300_000}, "resources": {"cpu": 1}}])
+            filler = job_spec(
+                "filler",
+                array={"count": 60},
+                tasks=[{"name": "w", "env": {"BLOB": "y" * 200_000}, "resources": {"cpu": 1}}],
+            )
+
+            def post(body: object, who: str) -> Callable[[], Awaitable[httpx.Response]]:
+                return lambda: api.http.post(
+                    "/v1/jobs", json=body, params={"allowUnschedulable": "true"}, headers=api.auth(who)
+                )
+
+            report = lambda: api.http.get("/v1/reports/quota", params={"since": "2d"}, headers=api.auth("bob"))  # noqa: E731
+            cycles_before = _cycles(service)
+            until = time.monotonic() + ABUSE_FOR
+            await asyncio.gather(
+                _repeat(until, post(oversized, "bob"), abuse),
+                _repeat(until, post(filler, "bob"), abuse),
+                *(_repeat(until, report, abuse) for _ in range(6)),
+                _timed(until, post(job_spec("small", queue="research.nlp"), "carol"), submit_latency, victim),
+                _timed(until, lambda: api.http.get("/healthz"), health_latency, health),
+            )
+            cycles = _cycles(service) - cycles_before
+
+    statuses = {response.status_code for response in abuse}
+    assert all(r.status_code < 500 or r.status_code == 503 for r in abuse), statuses
+    assert all(r.json().get("error") for r in abuse if r.status_code >= 400)
+    assert {413, 503} <= statuses and 200 in statuses  # refused records, a full budget, reports served
+    assert all(r.status_code == 201 for r in victim), {r.status_code for r in victim}
+    assert all(r.status_code == 200 for r in health)
+    assert _p99(submit_latency) < 1.0, f"another tenant's submit p99 {_p99(submit_latency):.2f}s"
+    assert _p99(health_latency) < 1.0, f"/healthz p99 {_p99(health_latency):.2f}s"
+    assert held and all(held), "the scheduler lost its lease"
+    assert cycles >= ABUSE_FOR / 0.2 / 4, f"only {cycles} cycles in {ABUSE_FOR}s"
