@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import httpx
 import pytest
 
+from federation import keys
 from federation.config import FederationConfig
 from federation.jobs import JobRepository, expand
 from federation.models import JobManifest, JobState
@@ -145,3 +146,35 @@ async def test_one_tenant_cannot_stall_the_others_nor_the_scheduler() -> None:
     assert _p99(health_latency) < 1.0, f"/healthz p99 {_p99(health_latency):.2f}s"
     assert held and all(held), "the scheduler lost its lease"
     assert cycles >= ABUSE_FOR / 0.2 / 4, f"only {cycles} cycles in {ABUSE_FOR}s"
+
+
+async def test_etcds_own_nospace_is_a_503_with_a_message_and_reads_go_on() -> None:
+    """With the budget set past etcd's quota (a misconfiguration), etcd's NOSPACE alarm is what stops an
+    array: a 503 that says so, never a 500, and other tenants still read."""
+    with EtcdServer(clock=SystemClock(), quota_backend_bytes=16 * MIB) as etcd:
+        store = EtcdStore(etcd.connection)
+        sections = {**SECTIONS, "store": {"budgetBytes": "1Gi"}}
+        async with serving(store, ManualClock(START), LIMITS, sections=sections) as api:
+            filler = job_spec(
+                "filler",
+                array={"count": 40},
+                tasks=[{"name": "w", "env": {"BLOB": "y" * 200_000}, "resources": {"cpu": 1}}],
+            )
+            answers = []
+            for _ in range(8):
+                response = await api.http.post(
+                    "/v1/jobs", json=filler, params={"allowUnschedulable": "true"}, headers=api.auth("bob")
+                )
+                answers.append(response)
+                if response.status_code != 201:
+                    break
+            listed = await api.http.get("/v1/jobs", params={"limit": 5}, headers=api.auth("carol"))
+        stored = len(await store.range(keys.JOBS))
+        staged = await store.range(keys.STAGED)
+        await store.close()
+
+    refused = answers[-1]
+    assert refused.status_code == 503, [r.status_code for r in answers]
+    assert "the store is full" in refused.json()["error"] and "NOSPACE" in refused.json()["error"]
+    assert listed.status_code == 200
+    assert stored == 40 * (len(answers) - 1) and not staged  # the refused array left nothing behind
