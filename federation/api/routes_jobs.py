@@ -168,7 +168,7 @@ async def submit(
         check_quota(owner, state.config.quotas.of(owner), used, adding)
     except OverQuota as exc:
         raise ApiError(429, str(exc)) from None
-    await state.budget.check(2 * adding.bytes)  # each record and its index entry, about as large at most
+    await state.budget.check(2 * adding.bytes)  # a large request is staged before it is published: twice its bytes
     if bulk:
         answer: dict[str, Any] = {"ids": [record.id for record in records]}
     elif manifests[0].spec.array is not None:
