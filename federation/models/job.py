@@ -10,13 +10,23 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from federation.lifecycle.states import JobEvent, JobState
 from federation.models.numbers import Integer, positive_seconds
 from federation.models.resources import Resources
 from federation.models.stored import STORED, stored
 from policies import resources as res
+from policies.units import MAX_DURATION
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
@@ -27,11 +37,23 @@ MAX_COMMAND_BYTES = 16_384
 MAX_RETRIES = 100
 
 
+def documented_name(pattern: re.Pattern[str], longest: int) -> Any:
+    """The OpenAPI schema of a name a validator checks by ``pattern``, so a fuzzer makes valid ones."""
+    return Field(json_schema_extra={"pattern": pattern.pattern, "maxLength": longest})
+
+
 def _duration(value: Any, info: ValidationInfo) -> float:
     return float(value) if stored(info) else positive_seconds(value)
 
 
-Duration = Annotated[float, BeforeValidator(_duration)]
+Duration = Annotated[
+    float,
+    BeforeValidator(_duration),
+    WithJsonSchema(
+        {"anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": MAX_DURATION}, {"type": "string"}]},
+        mode="validation",
+    ),
+]
 
 
 def _check_labels(labels: dict[str, str], what: str) -> dict[str, str]:
@@ -48,7 +70,7 @@ class StrictModel(BaseModel):
 
 
 class TaskSpec(StrictModel):
-    name: str = "main"
+    name: Annotated[str, documented_name(_DNS_LABEL, 63)] = "main"
     replicas: Integer = Field(1, ge=1, le=MAX_REPLICAS)
     resources: Resources = Field(default_factory=dict)
     command: list[str] = Field(default_factory=list)
@@ -90,7 +112,7 @@ class ArraySpec(StrictModel):
 
 
 class Metadata(StrictModel):
-    name: str
+    name: Annotated[str, documented_name(_DNS_LABEL, 63)]
     labels: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("name")
@@ -107,7 +129,7 @@ class Metadata(StrictModel):
 
 
 class JobSpecBody(StrictModel):
-    queue: str
+    queue: Annotated[str, documented_name(_QUEUE_PATH, 255)]
     priority: Integer = Field(0, ge=-1_000_000, le=1_000_000)
     walltime: Duration | None = None
     min_available: Integer | None = Field(None, alias="minAvailable", ge=1)

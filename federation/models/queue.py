@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from federation.models.job import documented_name
 from federation.models.numbers import Weight, positive_seconds
 from federation.models.resources import Resources
 from policies.format import format_quantity
@@ -28,14 +29,16 @@ def check_tenant_name(name: str) -> str:
 class QueueConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
-    name: str
+    name: Annotated[str, documented_name(_QUEUE_NAME, 63)]
     weight: Weight = 1.0
     guarantee: Resources = Field(default_factory=dict)
     cap: Resources = Field(default_factory=dict)
     accept_surplus: bool = Field(True, alias="acceptSurplus")
     priority_factor: Weight = Field(1.0, alias="priorityFactor")
     half_life: float | None = Field(None, alias="halfLife")
-    tenants: list[str] = Field(default_factory=list)
+    tenants: list[Annotated[str, Field(json_schema_extra={"pattern": _TENANT_NAME.pattern, "maxLength": 63})]] = Field(
+        default_factory=list
+    )
     children: list[QueueConfig] = Field(default_factory=list)
 
     @field_validator("name")

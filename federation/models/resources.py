@@ -9,7 +9,7 @@ import math
 import re
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, ValidationInfo
+from pydantic import BeforeValidator, ValidationInfo, WithJsonSchema
 
 from federation.models.stored import stored
 from policies.units import parse_quantity
@@ -61,4 +61,17 @@ def _resources(value: Any, info: ValidationInfo) -> Any:
     return value if stored(info) else parse_resources(value)
 
 
-Resources = Annotated[dict[str, float], BeforeValidator(_resources)]
+Resources = Annotated[
+    dict[str, float],
+    BeforeValidator(_resources),
+    WithJsonSchema(
+        {
+            "type": "object",
+            "propertyNames": {"pattern": _RESOURCE_NAME.pattern, "maxLength": MAX_RESOURCE_NAME},
+            "additionalProperties": {
+                "anyOf": [{"type": "number", "minimum": 0, "maximum": MAX_QUANTITY}, {"type": "string"}]
+            },
+        },
+        mode="validation",
+    ),
+]
