@@ -100,6 +100,8 @@ class Agent:
             try:
                 self.step()
             except CredentialRejected:
+                # No report will be heard again, so the federation requeues these runs: stop them first.
+                self.fence("fenced: this cluster's credential was rejected")
                 self.log.error("credential rejected; stopping")
                 raise
             except Exception:
@@ -120,11 +122,13 @@ class Agent:
         if self.fenced or self.lease is None:
             return
         silent = self.clock.now() - self._heard_at
-        if silent < self.lease:
-            return
+        if silent >= self.lease:
+            self.fence(f"fenced: federation unreachable for {silent:.1f}s (lease {self.lease:g}s)")
+
+    def fence(self, reason: str) -> None:
+        """Stop every run and hand back what waits; launch nothing until the federation answers."""
         self.fenced = True
         stopped = 0
-        reason = f"fenced: federation unreachable for {silent:.1f}s (lease {self.lease:g}s)"
         for job in list(self.tracker.jobs.values()):
             if job.state.terminal or job.state is JobState.PENDING:
                 continue
@@ -133,7 +137,7 @@ class Agent:
             else:
                 self.tracker.hand_back(job, reason)
             stopped += 1
-        self.log.warning("fenced: lease expired, runs stopped", jobs=stopped, silent_for=silent, lease=self.lease)
+        self.log.warning("fenced: runs stopped", jobs=stopped, reason=reason)
 
     def observe(self) -> None:
         """Fold the backend's task status changes into job states."""

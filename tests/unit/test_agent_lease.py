@@ -4,11 +4,15 @@ a live run; heard again, it reports those runs stopped for their old epochs."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
+import pytest
+
+from federation.client import FedqError
 from federation.models import JobState
 from federation.models.cluster import Assignment, ReportReply
-from member_agent.agent import Agent
+from member_agent.agent import Agent, CredentialRejected
 from member_agent.backends.base import NodeView, TaskPhase
 from member_agent.backends.simulated import SimulatedBackend
 from member_agent.credentials import Credential, load_credential, save_credential
@@ -91,5 +95,22 @@ def test_after_a_restart_the_lease_from_the_join_fences_the_runs_it_adopted(tmp_
     agent.reconcile()
     clock.advance(LEASE)
     agent.keep_lease()
+    agent.observe()
+    assert agent.fenced and backend.tasks() == []
+
+
+class _Refusing:
+    """A federation that no longer takes this cluster's credential."""
+
+    def request(self, *_: object, **__: object) -> None:
+        raise FedqError(401, "token expired: join again")
+
+
+def test_an_agent_whose_credential_is_rejected_stops_its_runs_before_it_exits() -> None:
+    agent, backend, clock = _agent()
+    _round(agent, "a")
+    agent.client = _Refusing()  # type: ignore[assignment]
+    with pytest.raises(CredentialRejected):
+        agent.run(threading.Event())
     agent.observe()
     assert agent.fenced and backend.tasks() == []
