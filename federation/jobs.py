@@ -1,4 +1,5 @@
-"""Job records in the store: submit in batched txns, CAS state transitions, index maintenance.
+"""Job records in the store: bulk writes, CAS state transitions, index maintenance (the API's atomic
+submit is ``federation.submits``).
 
 Every state change rewrites the record and moves its ``view/<state>/<queue>/<id>`` index entry in one txn
 guarded by the record's ``mod_revision``, so two writers can never both win and the index never
@@ -236,8 +237,10 @@ class JobRepository:
 
     async def summaries(self, state: str, queue: str | None = None) -> list[dict[str, Any]]:
         """Every list view of one state (of one queue) from the index alone (no record reads), for places
-        in line; pages of the list API come from ``summary_page``."""
-        return [json.loads(kv.value) for kv in await self.store.range(keys.index_prefix(state, queue))]
+        in line, parsed in a worker thread (a deep queue holds many); pages of the list API come from
+        ``summary_page``."""
+        kvs = await self.store.range(keys.index_prefix(state, queue))
+        return await asyncio.to_thread(lambda: [json.loads(kv.value) for kv in kvs])
 
     async def counts(self, states: Sequence[str], queues: Sequence[str]) -> dict[str, Counter[str]]:
         """Jobs per queue and state, counted by the store in the index without reading it: a few txns
