@@ -6,7 +6,7 @@ import base64
 from collections import Counter
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from federation.api.admission import JoinedClusters
@@ -25,6 +25,10 @@ from federation.submits import Request as SubmitRequest
 from policies.units import format_duration
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], responses=ERROR_RESPONSES)
+KEY_HELP = (
+    f"1 to {MAX_KEY_LENGTH} printable ASCII characters naming this request: a retry with the same key answers "
+    "the first request's result and writes nothing new (kept 24 h, per tenant)"
+)
 
 
 def _submitting_tenant(who: Principal, tenant: str | None) -> str:
@@ -127,11 +131,13 @@ async def submit(
     who: Caller,
     tenant: str | None = None,
     allow_unschedulable: Annotated[bool, Query(alias="allowUnschedulable")] = False,
+    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", description=KEY_HELP)] = None,
 ) -> dict[str, Any]:
     """``allowUnschedulable=true`` accepts a job no joined cluster could run (it waits Unschedulable)."""
     doc = await read_document(request, state.config.api.max_body_bytes)
     owner = _submitting_tenant(who, tenant)
-    attempt = SubmitRequest.of(owner, _idempotency_key(request), doc, {"allowUnschedulable": allow_unschedulable})
+    key = _checked_key(idempotency_key)
+    attempt = SubmitRequest.of(owner, key, doc, {"allowUnschedulable": allow_unschedulable})
     try:
         replayed = await state.submits.replay(attempt)
     except (KeyReused, InProgress) as exc:
@@ -191,9 +197,8 @@ async def submit(
     return answer
 
 
-def _idempotency_key(request: Request) -> str | None:
-    """The request's ``Idempotency-Key`` header: 1 to 255 printable ASCII characters."""
-    key = request.headers.get("idempotency-key")
+def _checked_key(key: str | None) -> str | None:
+    """The ``Idempotency-Key`` header, if it is 1 to 255 printable ASCII characters (else a 422)."""
     if key is not None and not (0 < len(key) <= MAX_KEY_LENGTH and key.isascii() and key.isprintable()):
         message = f"must be 1 to {MAX_KEY_LENGTH} printable ASCII characters, e.g. a UUID"
         raise ApiError(
