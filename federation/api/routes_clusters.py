@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from federation.api.deps import Caller, State, audited, read_document, require_admin
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid
 from federation.api.routes_tokens import Issue, checked_name, issue_for
-from federation.api.schema import request_body
+from federation.api.schema import JoinTokenRequest, request_body
 from federation.api.views import ClusterList, Cordoned, IssuedToken, Joined
 from federation.auth import Principal, Role, id_of
 from federation.clusters import ClaimRefused, JoinRefused, ReportTooLarge, UnknownCluster
@@ -19,7 +19,13 @@ from federation.models.cluster import ClusterReport, JoinRequest, ReportReply, s
 router = APIRouter(prefix="/v1/clusters", tags=["clusters"], responses=ERROR_RESPONSES)
 
 
-@router.post("/{name}/tokens", status_code=201, response_model=IssuedToken, response_model_exclude_unset=True)
+@router.post(
+    "/{name}/tokens",
+    status_code=201,
+    response_model=IssuedToken,
+    response_model_exclude_unset=True,
+    openapi_extra=request_body(JoinTokenRequest, required=False),
+)
 async def create_join_token(name: str, request: Request, state: State, who: Caller, audit: Issue) -> dict[str, Any]:
     return await issue_for(Role.JOIN, name, request, state, who, audit)
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from federation.api.deps import YAML_TYPES
 from federation.models import JobManifest
+from federation.models.cluster import ClusterGrant
 
 _REF = "#/components/schemas/{model}-Input"
 
@@ -49,5 +50,11 @@ class TokenLifetime(BaseModel):
     """The optional body of ``POST /v1/tenants/{name}/tokens``: a ``ttl`` such as ``"7d"``."""
 
     model_config = ConfigDict(extra="forbid")
+
+    ttl: str | float | None = None
+
+
+class JoinTokenRequest(ClusterGrant):
+    """The optional body of ``POST /v1/clusters/{name}/tokens``: a ``ttl``, and what the cluster may claim."""
 
     ttl: str | float | None = None
