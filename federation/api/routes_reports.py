@@ -26,7 +26,7 @@ from federation.reports.metrics import QuotaCollector
 from federation.reports.models import QuotaReport, UserPrioReport
 from federation.reports.quota import UnknownQueue, build_quota_report, known_tenants
 from federation.reports.render import quota_csv, userprio_csv
-from federation.reports.source import federation_capacity, load_accounting, load_jobs
+from federation.reports.source import federation_capacity, load_accounting
 from federation.reports.userprio import build_userprio
 from federation.reports.window import parse_when
 
@@ -60,7 +60,7 @@ async def _gather(state: ServerState) -> Inputs | None:
     if tree is None:
         return None
     snapshot = await load_accounting(state.store, state.config.fairshare, state.clock, tree)
-    return Inputs(snapshot, tree, await load_jobs(state.store))
+    return Inputs(snapshot, tree, await state.reports.jobs(state.store, state.clock.now()))
 
 
 async def _inputs(state: ServerState) -> Inputs:

@@ -17,8 +17,9 @@ from federation.auth import TokenStore
 from federation.clusters import ClusterService
 from federation.config import FederationConfig
 from federation.jobs import JobRepository
-from federation.models import QueueTree, QueueTreeConfig
+from federation.models import JobRecord, QueueTree, QueueTreeConfig
 from federation.quotas import StoreBudget
+from federation.reports.source import load_jobs
 from federation.store import Store
 from federation.submits import Submits
 from policies.clock import Clock
@@ -80,16 +81,27 @@ class QueueTreeCache:
 
 REPORTS_AT_ONCE = 1
 REPORTS_WAITING = 4
+JOBS_FRESH_FOR = 5.0
+"""Seconds the job records a report read stay good for the next reports on this replica."""
 
 
 class ReportGate:
     """Reads of every job record (reports) run ``REPORTS_AT_ONCE`` at a time per replica, with at most
     ``REPORTS_WAITING`` more queued; past that a caller gets a 429, so one tenant's report calls cost the
-    replica one worker thread, never the event loop or its memory."""
+    replica one worker thread, never the event loop or its memory. The records read are reused for
+    ``JOBS_FRESH_FOR`` seconds, so however many reports are asked for, a replica reads them at most
+    once in that time (a report's job counts may be that much behind; its usage is not)."""
 
     def __init__(self) -> None:
         self._running = asyncio.Semaphore(REPORTS_AT_ONCE)
         self._waiting = 0
+        self._jobs: list[JobRecord] = []
+        self._read_at = float("-inf")
+
+    async def jobs(self, store: Store, now: float) -> list[JobRecord]:
+        if now - self._read_at >= JOBS_FRESH_FOR or now < self._read_at:
+            self._jobs, self._read_at = await load_jobs(store), now
+        return self._jobs
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:

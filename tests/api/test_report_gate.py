@@ -1,4 +1,5 @@
-"""Reports run one at a time per replica with a few queued; past that a caller is told to retry (429)."""
+"""Reports run one at a time per replica with a few queued; past that a caller is told to retry (429).
+The records they read serve the next ones for a few seconds."""
 
 from __future__ import annotations
 
@@ -7,7 +8,12 @@ import asyncio
 import pytest
 
 from federation.api.errors import ApiError
-from federation.api.state import REPORTS_WAITING, ReportGate
+from federation.api.state import JOBS_FRESH_FOR, REPORTS_WAITING, ReportGate
+from federation.jobs import JobRepository, expand
+from federation.models import JobManifest
+from federation.store import MemoryStore
+from tests.api.conftest import START
+from tests.api.support import job_spec
 
 
 async def test_reports_past_the_queue_are_429_and_the_queue_drains_in_turn() -> None:
@@ -29,3 +35,15 @@ async def test_reports_past_the_queue_are_429_and_the_queue_drains_in_turn() -> 
     release.set()
     await asyncio.wait_for(asyncio.gather(*running), 5)
     assert order == list(range(1 + REPORTS_WAITING))
+
+
+async def test_the_records_a_report_read_serve_the_next_ones_for_a_few_seconds() -> None:
+    store = MemoryStore()
+    gate = ReportGate()
+    await JobRepository(store).create(expand(JobManifest.model_validate(job_spec("a")), "alice", START))
+    assert len(await gate.jobs(store, START)) == 1
+    await JobRepository(store).create(expand(JobManifest.model_validate(job_spec("b")), "alice", START))
+
+    assert len(await gate.jobs(store, START + JOBS_FRESH_FOR - 1)) == 1
+    assert len(await gate.jobs(store, START + JOBS_FRESH_FOR)) == 2
+    await store.close()
