@@ -13,7 +13,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from federation.documents import MAX_DEPTH, MAX_EXPANDED_BYTES, DocumentLimits, DocumentRefused, parse_yaml
 from federation.models.job import MAX_RETRIES
-from federation.models.numbers import UsageWeight, positive_seconds, seconds
+from federation.models.numbers import Integer, UsageWeight, positive_seconds, seconds
 from policies.units import format_duration, parse_quantity
 
 Seconds = Annotated[float, BeforeValidator(seconds)]
@@ -52,7 +52,7 @@ class FairShareConfig(_Section):
 
 class ReservationConfig(_Section):
     after: float = 0.0
-    depth: int | Literal["all"] = 1
+    depth: Integer | Literal["all"] = 1
 
     @field_validator("after", mode="before")
     @classmethod
@@ -93,7 +93,7 @@ class ClusterLivenessConfig(_Section):
 class ReclaimConfig(_Section):
     enabled: bool = True
     grace: float = 30.0
-    max_per_minute: int = Field(20, alias="maxPerMinute", ge=0)
+    max_per_minute: Integer = Field(20, alias="maxPerMinute", ge=0)
 
     @field_validator("grace", mode="before")
     @classmethod
@@ -121,7 +121,7 @@ class JobsConfig(_Section):
     """How a job whose run fails on a cluster for its own reasons is retried (a spec's ``maxRetries``
     overrides ``maxRetries``); requeues that are a cluster's doing (lost, reclaim) are not retries."""
 
-    max_retries: int = Field(3, alias="maxRetries", ge=0, le=MAX_RETRIES)
+    max_retries: Integer = Field(3, alias="maxRetries", ge=0, le=MAX_RETRIES)
     retry_backoff: Seconds = Field(10.0, alias="retryBackoff")
     """The wait before the first retry; each later retry waits twice the one before."""
     max_retry_backoff: Seconds = Field(600.0, alias="maxRetryBackoff")
@@ -132,18 +132,18 @@ class JobsConfig(_Section):
 
 
 class ApiLimits(_Section):
-    max_body_bytes: int = Field(8 * 1024 * 1024, alias="maxBodyBytes", gt=0)
-    max_depth: int = Field(MAX_DEPTH, alias="maxDepth", gt=0, le=1000)
+    max_body_bytes: Integer = Field(8 * 1024 * 1024, alias="maxBodyBytes", gt=0)
+    max_depth: Integer = Field(MAX_DEPTH, alias="maxDepth", gt=0, le=1000)
     """How deep a body may nest (Python's parsers recurse once a level, up to about 1,000)."""
-    max_expanded_bytes: int = Field(MAX_EXPANDED_BYTES, alias="maxExpandedBytes", gt=0)
+    max_expanded_bytes: Integer = Field(MAX_EXPANDED_BYTES, alias="maxExpandedBytes", gt=0)
     """How large a body may be with its YAML aliases written out (sized as compact JSON; never more than
     the route's own body limit)."""
-    max_jobs_per_request: int = Field(10_000, alias="maxJobsPerRequest", gt=0)
-    max_array_count: int = Field(10_000, alias="maxArrayCount", gt=0)
+    max_jobs_per_request: Integer = Field(10_000, alias="maxJobsPerRequest", gt=0)
+    max_array_count: Integer = Field(10_000, alias="maxArrayCount", gt=0)
     require_walltime: bool = Field(False, alias="requireWalltime")
-    page_size: int = Field(500, alias="pageSize", gt=0, le=10_000)
+    page_size: Integer = Field(500, alias="pageSize", gt=0, le=10_000)
     """Jobs per ``GET /v1/jobs`` page when the request gives no ``limit``."""
-    list_scan_limit: int = Field(10_000, alias="listScanLimit", gt=0)
+    list_scan_limit: Integer = Field(10_000, alias="listScanLimit", gt=0)
     """Index keys one ``GET /v1/jobs`` reads at most: bounds a filtered page's work, not its size."""
     max_record_bytes: Bytes = Field(256 * KIB, alias="maxRecordBytes", le=MIB)
     """One job's stored record at submit, well under etcd's 1.5 MiB request limit: room is left for the
@@ -219,7 +219,7 @@ class AuditConfig(_Section):
 
 class FederationConfig(_Section):
     cycle_period: float = Field(1.0, alias="cyclePeriod")
-    dispatch_per_cycle: int = Field(2000, alias="dispatchPerCycle", ge=1)
+    dispatch_per_cycle: Integer = Field(2000, alias="dispatchPerCycle", ge=1)
     accounting_save_every: float = Field(10.0, alias="accountingSaveEvery")
     placement: Literal["pack", "spread", "least-loaded"] = "pack"
     backfill: bool = True

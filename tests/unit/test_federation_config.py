@@ -54,3 +54,20 @@ def test_sizes_take_quantities_and_quotas_override_the_default_field_by_field() 
     assert [loc for loc, _ in errors_of({"api": {"maxRecordBytes": "2Mi"}})] == [("api", "maxRecordBytes")]
     assert [loc for loc, _ in errors_of({"store": {"budgetBytes": "0.5"}})] == [("store", "budgetBytes")]
     assert [loc for loc, _ in errors_of({"quotas": {"default": {"tasks": 0}}})] == [("quotas", "default", "tasks")]
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        ({"dispatchPerCycle": True}, ("dispatchPerCycle",)),
+        ({"api": {"maxDepth": True}}, ("api", "maxDepth")),
+        ({"api": {"pageSize": False}}, ("api", "pageSize")),
+        ({"jobs": {"maxRetries": True}}, ("jobs", "maxRetries")),
+        ({"cyclePeriod": "inf"}, ("cyclePeriod",)),
+        ({"store": {"keepFinished": "40000d"}}, ("store", "keepFinished")),
+        ({"fairshare": {"usageWeights": {"cpu": 1e300}}}, ("fairshare", "usageWeights", "cpu")),
+    ],
+)
+def test_booleans_are_no_numbers_and_numbers_are_bounded(raw: dict[str, object], field: tuple[str, ...]) -> None:
+    [(loc, _)] = errors_of(raw)
+    assert loc[: len(field)] == field
