@@ -33,7 +33,7 @@ class Harness:
         self.queues = QueueTreeConfig.model_validate(queues)
         self.jobs = JobRepository(store)
         self.tokens = TokenStore(store, self.clock)
-        self.clusters = ClusterService(store, self.jobs, self.tokens, self.clock)
+        self.clusters = ClusterService(store, self.jobs, self.tokens, self.clock, liveness=self.config.cluster)
         self.service = SchedulerService(store, self.config, self.clock, save_every=0)
         self.agents: dict[str, Agent] = {}
         self.silenced: set[str] = set()
