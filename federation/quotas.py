@@ -2,9 +2,9 @@
 budget (``store.budgetBytes``), checked before anything is written.
 
 A tenant's usage is summed from the job index (``view/<state>/<queue>/<id>``, whose entries carry
-each job's tasks and record size) over its unfinished jobs in the queues it may use, so its cost is
-bounded by the quotas of the tenants sharing those queues, not by the store. Two submits checked at
-once may both pass: a tenant can overshoot by one request per replica at most.
+each job's tasks and record size) over its unfinished jobs in the queues it may use, by ``QuotaLedger``
+off the submit path. Two submits checked at once may both pass: a tenant can overshoot by a request,
+and by what other replicas accept within ``USAGE_FRESH_FOR``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from federation.models import JobRecord, QueueTree
 from federation.store import KeyValue, Store, StoreFull
 from policies.clock import Clock
 
+USAGE_FRESH_FOR = 10.0
+"""Seconds a tenant's summed usage serves its submits before it is summed again (in the background)."""
 SIZE_FRESH_FOR = 2.0
 """Seconds a store size read stays good; bytes this replica writes meanwhile are added to it."""
 UNFINISHED = tuple(state.value for state in JobState if not state.terminal)
@@ -51,6 +53,49 @@ async def tenant_usage(store: Store, tree: QueueTree, tenant: str) -> Usage:
     prefixes = [prefix for queue in queues for state in UNFINISHED for prefix in index_ranges(state, queue)]
     ranges = await asyncio.gather(*(store.range(prefix) for prefix in prefixes))
     return await asyncio.to_thread(_sum, [kv for kvs in ranges for kv in kvs], tenant)
+
+
+class QuotaLedger:
+    """Each tenant's usage on this replica: summed from the index at most every ``USAGE_FRESH_FOR``
+    seconds, in the background once a first sum exists, plus what this replica accepted since that sum
+    began. A submit waits on a sum only as a tenant's first on the replica or before it is refused, so
+    many jobs cost a tenant's accepted submits nothing; other replicas' submits count from the next sum
+    (a tenant may overshoot by what they accept in that time)."""
+
+    def __init__(self, store: Store, clock: Clock) -> None:
+        self._store = store
+        self._clock = clock
+        self._accepted = 0  # how many submits this replica accepted: orders them against sums
+        self._summed: dict[str, tuple[float, int, Usage]] = {}  # tenant -> (when, after which submit, sum)
+        self._since: dict[str, list[tuple[int, Usage]]] = {}  # tenant -> its accepted submits, numbered
+        self._refreshing: dict[str, asyncio.Task[None]] = {}
+
+    async def usage(self, tree: QueueTree, tenant: str, *, fresh: bool = False) -> Usage:
+        """``fresh``: sum now, as before a refusal, so jobs that ended since the last sum count no more."""
+        now = self._clock.now()
+        known = self._summed.get(tenant)
+        if known is None or fresh:
+            await self._sum(tree, tenant, now)
+        elif now - known[0] >= USAGE_FRESH_FOR and tenant not in self._refreshing:
+            task = asyncio.create_task(self._sum(tree, tenant, now))
+            self._refreshing[tenant] = task
+            task.add_done_callback(lambda _: self._refreshing.pop(tenant, None))
+        _, after, total = self._summed[tenant]
+        for number, added in self._since.get(tenant, []):
+            if number > after:
+                total = total + added
+        return total
+
+    def accepted(self, tenant: str, added: Usage) -> None:
+        self._accepted += 1
+        self._since.setdefault(tenant, []).append((self._accepted, added))
+
+    async def _sum(self, tree: QueueTree, tenant: str, now: float) -> None:
+        after = self._accepted
+        found = await tenant_usage(self._store, tree, tenant)
+        if after >= self._summed.get(tenant, (0.0, -1, Usage()))[1]:
+            self._summed[tenant] = (now, after, found)
+            self._since[tenant] = [(number, added) for number, added in self._since.get(tenant, []) if number > after]
 
 
 def _sum(kvs: Sequence[KeyValue], tenant: str) -> Usage:

@@ -22,7 +22,7 @@ from federation.clusters import ClusterService
 from federation.config import FederationConfig
 from federation.jobs import JobRepository
 from federation.models import QueueTreeConfig
-from federation.quotas import StoreBudget
+from federation.quotas import QuotaLedger, StoreBudget
 from federation.store import Store
 from federation.submits import Submits
 from policies.clock import Clock, SystemClock
@@ -52,6 +52,7 @@ def create_app(
         metrics=ApiMetrics(),
         audit=AuditLog(config.audit.log, clock),
         budget=StoreBudget(store, clock, config.store.budget_bytes),
+        usage=QuotaLedger(store, clock),
         submits=Submits(store, clock),
     )
 

@@ -19,7 +19,7 @@ from federation.explain import explain
 from federation.jobs import Conflict, NotFound, StoredJob, expand, index_ranges
 from federation.lifecycle import Cancel
 from federation.models import JobManifest, JobRecord, JobState, QueueTree
-from federation.quotas import OverQuota, check_quota, tenant_usage, usage_of
+from federation.quotas import OverQuota, check_quota, usage_of
 from federation.submits import MAX_KEY_LENGTH, InProgress, KeyReused, OutcomeUnknown
 from federation.submits import Request as SubmitRequest
 from policies.units import format_duration
@@ -170,8 +170,11 @@ async def submit(
     sizes = _record_sizes(expanded, prefixes, state.config.api.max_record_bytes)
     adding = usage_of(records, sizes)
     try:
-        used = await tenant_usage(state.store, tree, owner)
-        check_quota(owner, state.config.quotas.of(owner), used, adding)
+        quota = state.config.quotas.of(owner)
+        try:
+            check_quota(owner, quota, await state.usage.usage(tree, owner), adding)
+        except OverQuota:
+            check_quota(owner, quota, await state.usage.usage(tree, owner, fresh=True), adding)
     except OverQuota as exc:
         raise ApiError(429, str(exc)) from None
     await state.budget.check(2 * adding.bytes)  # a large request is staged before it is published: twice its bytes
@@ -192,6 +195,7 @@ async def submit(
             "same Idempotency-Key to learn its outcome (without one, list your jobs before submitting again)",
         ) from None
     state.budget.wrote(adding.bytes)
+    state.usage.accepted(owner, adding)
     for queue, count in Counter(record.queue for record in records).items():
         state.metrics.submitted.labels(queue=queue).inc(count)
     return answer

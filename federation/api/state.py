@@ -18,7 +18,7 @@ from federation.clusters import ClusterService
 from federation.config import FederationConfig
 from federation.jobs import JobRepository
 from federation.models import JobRecord, QueueTree, QueueTreeConfig
-from federation.quotas import StoreBudget
+from federation.quotas import QuotaLedger, StoreBudget
 from federation.reports.source import load_jobs
 from federation.store import Store
 from federation.submits import Submits
@@ -130,5 +130,6 @@ class ServerState:
     metrics: ApiMetrics
     audit: AuditLog
     budget: StoreBudget
+    usage: QuotaLedger
     submits: Submits
     reports: ReportGate = field(default_factory=ReportGate)

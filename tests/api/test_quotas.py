@@ -4,7 +4,12 @@ Each refusal says the limit and writes nothing."""
 from __future__ import annotations
 
 from federation import keys
-from tests.api.conftest import ApiFactory
+from federation.models import QueueTree, QueueTreeConfig
+from federation.quotas import QuotaLedger, Usage
+from federation.store import KeyValue, MemoryStore
+from policies.clock import ManualClock
+from tests.api.conftest import QUEUES as QUEUE_TREE
+from tests.api.conftest import START, ApiFactory
 from tests.api.support import Api, job_spec
 
 QUOTAS = {"quotas": {"default": {"jobs": 4, "tasks": 10}, "tenants": {"bob": {"jobs": 6}}}}
@@ -85,3 +90,28 @@ async def test_a_store_past_its_budget_refuses_new_work_with_503(api_on: ApiFact
         assert "store nearly full" in response.json()["error"] and "store.budgetBytes" in response.json()["error"]
         assert await api.store.revision() == revision
         assert (await api.http.get("/v1/jobs", headers=api.auth("alice"))).status_code == 200
+
+
+class CountingStore(MemoryStore):
+    def __init__(self) -> None:
+        super().__init__(clock=ManualClock(START))
+        self.ranges = 0
+
+    async def range(self, prefix: str, *, limit: int = 0) -> list[KeyValue]:
+        self.ranges += 1
+        return await super().range(prefix, limit=limit)
+
+
+async def test_the_ledger_counts_accepted_submits_without_summing_again_until_it_is_stale() -> None:
+    store = CountingStore()
+    clock = ManualClock(START)
+    ledger = QuotaLedger(store, clock)
+    tree = QueueTree(QueueTreeConfig.model_validate(QUEUE_TREE))
+    assert await ledger.usage(tree, "alice") == Usage()
+    scans = store.ranges
+    ledger.accepted("alice", Usage(2, 4, 100))
+
+    assert await ledger.usage(tree, "alice") == Usage(2, 4, 100)
+    assert store.ranges == scans  # no second sum while fresh
+    assert await ledger.usage(tree, "alice", fresh=True) == Usage()  # the store holds none of them
+    await store.close()
