@@ -13,6 +13,9 @@ import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
+
+import structlog
 
 from federation.config import Quota
 from federation.jobs import index_ranges
@@ -20,6 +23,8 @@ from federation.lifecycle import JobState
 from federation.models import JobRecord, QueueTree
 from federation.store import KeyValue, Store, StoreFull
 from policies.clock import Clock
+
+log = structlog.get_logger(__name__)
 
 USAGE_FRESH_FOR = 10.0
 """Seconds a tenant's summed usage serves its submits before it is summed again (in the background)."""
@@ -79,12 +84,18 @@ class QuotaLedger:
         elif now - known[0] >= USAGE_FRESH_FOR and tenant not in self._refreshing:
             task = asyncio.create_task(self._sum(tree, tenant, now))
             self._refreshing[tenant] = task
-            task.add_done_callback(lambda _: self._refreshing.pop(tenant, None))
+            task.add_done_callback(partial(self._refreshed, tenant))
         _, after, total = self._summed[tenant]
         for number, added in self._since.get(tenant, []):
             if number > after:
                 total = total + added
         return total
+
+    def _refreshed(self, tenant: str, task: asyncio.Task[None]) -> None:
+        self._refreshing.pop(tenant, None)
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            log.warning("summing a tenant's quota usage failed; the last sum stands", tenant=tenant, error=str(error))
 
     def accepted(self, tenant: str, added: Usage) -> None:
         self._accepted += 1
