@@ -18,7 +18,7 @@ from federation import keys
 from federation.auth import TokenRecord, TokenStore
 from federation.config import ClusterLivenessConfig, JobsConfig
 from federation.jobs import Change, JobRepository, NotFound, StoredJob, change_of, commit_batched
-from federation.lifecycle import AgentUpdate, IllegalTransition, RetryPolicy, transition
+from federation.lifecycle import IllegalTransition, RetryPolicy, transition
 from federation.models import JobRecord, JobState
 from federation.models.cluster import (
     Assignment,
@@ -263,19 +263,8 @@ def _plan(
     name: str, stored: StoredJob, update: StatusUpdate, now: float, retry: RetryPolicy
 ) -> tuple[str | None, Change | None]:
     """The refusal of an agent's update, or the CAS change it makes (None for both: nothing to do)."""
-    event = AgentUpdate(
-        name,
-        update.epoch,
-        update.state,
-        update.time,
-        update.reason,
-        update.exit_code,
-        update.log_tail,
-        retry,
-        update.final,
-    )
     try:
-        outcome = transition(stored.record, event, now)
+        outcome = transition(stored.record, update.event(name, retry), now)
     except IllegalTransition as exc:
         return str(exc), None
     return None, None if outcome is None else change_of(stored, outcome)

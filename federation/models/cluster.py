@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from federation.lifecycle.events import AgentUpdate, RetryPolicy
 from federation.models.job import JobRecord, JobSpecBody, JobState, _check_labels
 from federation.models.numbers import Integer
 from federation.models.resources import Resources
@@ -130,6 +131,12 @@ class StatusUpdate(_Strict):
         ):
             raise ValueError(f"an agent cannot report state {value.value}")
         return value
+
+    def event(self, cluster: str, retry: RetryPolicy) -> AgentUpdate:
+        """This update as the lifecycle event of ``cluster``'s run, failed runs retried by ``retry``."""
+        return AgentUpdate(
+            cluster, self.epoch, self.state, self.time, self.reason, self.exit_code, self.log_tail, retry, self.final
+        )
 
 
 class ClusterReport(_Strict):

@@ -33,7 +33,6 @@ from time import perf_counter
 from federation.accounting import Accountant
 from federation.config import FederationConfig
 from federation.lifecycle import (
-    AgentUpdate,
     Assign,
     Cancel,
     ClusterLost,
@@ -243,8 +242,7 @@ class Engine:
             if job is not None and not job.state:
                 outcome = self._move(job, Cancel("scenario"))
                 if outcome is not None and outcome.record.state.terminal:
-                    self.state.remove_job(outcome.record.id)
-                    self._finish(job, outcome.record.state.value, outcome.record.reason)
+                    self._ended(job)
             return
         self._silent.add(action.target)  # its report at this instant was its last
         cluster = self.config.cluster
@@ -264,8 +262,7 @@ class Engine:
         outcomes = [(self.jobs[job_id], self._move(self.jobs[job_id], event)) for job_id, event in events]
         for job, outcome in outcomes:
             if outcome is not None and outcome.record.state.terminal:
-                self.state.remove_job(job.record.id)
-                self._finish(job, outcome.record.state.value, outcome.record.reason)
+                self._ended(job)
             elif outcome is not None:
                 job.start, job.cluster = None, ""
                 self._upsert(job)
@@ -294,7 +291,6 @@ class Engine:
         for job_id, why in sorted(plan.unschedulable.items()):
             job = self.jobs[job_id]
             self._move(job, Mark(JobState.UNSCHEDULABLE, why))
-            self.state.remove_job(job_id)
             self._finish(job, "Unschedulable", why)
         for job_id, cluster in plan.dispatches:
             self._move(self.jobs[job_id], Dispatch(cluster))
@@ -371,18 +367,7 @@ class Engine:
         job = self.jobs.get(update.job_id)
         if job is None or job.state:
             return False
-        event = AgentUpdate(
-            cluster,
-            update.epoch,
-            update.state,
-            update.time,
-            update.reason,
-            update.exit_code,
-            update.log_tail,
-            self.retry,
-            update.final,
-        )
-        outcome = self._move(job, event)
+        outcome = self._move(job, update.event(cluster, self.retry))
         if outcome is None:
             return False  # a stale run: the federation has moved the job on
         record = outcome.record
@@ -398,8 +383,7 @@ class Engine:
             return True
         if record.state.terminal:
             job.end = record.end_time
-            self.state.remove_job(record.id)
-            self._finish(job, record.state.value, "" if record.state is JobState.SUCCEEDED else record.reason)
+            self._ended(job)
             return True
         return False
 
@@ -417,7 +401,14 @@ class Engine:
         """A moment when a plan may change without a submit or an end: plan again then (if jobs wait)."""
         heapq.heappush(self._wakeups, at)
 
+    def _ended(self, job: JobProgress) -> None:
+        """The job's record reached a terminal state: its outcome, with why unless it succeeded."""
+        record = job.record
+        self._finish(job, record.state.value, "" if record.state is JobState.SUCCEEDED else record.reason)
+
     def _finish(self, job: JobProgress, state: str, reason: str) -> None:
+        """The job is done (or was never taken): it leaves the federation's state with its outcome."""
+        self.state.remove_job(job.record.id)
         job.state = state
         job.reason = reason
         self.finished += 1
@@ -433,7 +424,6 @@ class Engine:
             job = self.jobs[job_id]
             known = reasons.get(job_id)
             why = known[-1].message if known else f"dispatched to {job.record.cluster}, never started there"
-            self.state.remove_job(job_id)
             self._finish(job, "Unschedulable", f"still waiting when nothing else could happen: {why}")
 
     # ---- output ------------------------------------------------------------------------------
