@@ -134,12 +134,8 @@ def transition(record: JobRecord, event: Event, now: float) -> Outcome | None:
         _allow("cluster lost", record)
         if record.cluster != event.cluster:
             raise IllegalTransition(f"job runs on {record.cluster or 'no cluster'}, not on {event.cluster}")
-        cleanup: tuple[Effect, ...] = (Unassign(record.cluster), DropStopOrder(record.cluster))
-        if record.cancel_requested:
-            new = _move(record, C, now, f"cancelled: cluster {event.cluster} was lost before it confirmed the cancel")
-            return _with_usage(record, new, cleanup)
-        new = _requeue(record, now, f"requeued: cluster {event.cluster} lost")
-        return _with_usage(record, new, (*cleanup, Requeued(event.cluster, "lost")))
+        cancelled = f"cancelled: cluster {event.cluster} was lost before it confirmed the cancel"
+        return _written_off(record, now, cancelled, f"requeued: cluster {event.cluster} lost", "lost")
     if isinstance(event, NotAdmitted):
         return _not_admitted(record, event, now)
     raise TypeError(f"not a lifecycle event: {event!r}")
@@ -198,13 +194,20 @@ def _not_admitted(record: JobRecord, event: NotAdmitted, now: float) -> Outcome:
     _allow("not admitted", record)
     if record.cluster != event.cluster:
         raise IllegalTransition(f"job is on {record.cluster or 'no cluster'}, not on {event.cluster}")
-    cleanup: tuple[Effect, ...] = (Unassign(record.cluster), DropStopOrder(record.cluster))
     waited = format_span(event.within)
+    cancelled = f"cancelled: cluster {event.cluster} did not admit it within {waited} to confirm the cancel"
+    requeued = f"requeued: cluster {event.cluster} did not admit it within {waited}"
+    return _written_off(record, now, cancelled, requeued, "not admitted", end_time=now)
+
+
+def _written_off(record: JobRecord, now: float, cancelled: str, requeued: str, why: str, **ended: Any) -> Outcome:
+    """The run its cluster holds is given up for lost (``why``): the job ends Cancelled if a cancel
+    was asked (``ended``: fields its end sets), else it goes back to the queue, not as a retry."""
+    cluster = record.cluster
+    cleanup: tuple[Effect, ...] = (Unassign(cluster), DropStopOrder(cluster))
     if record.cancel_requested:
-        reason = f"cancelled: cluster {event.cluster} did not admit it within {waited} to confirm the cancel"
-        return Outcome(_move(record, C, now, reason, end_time=now), cleanup)
-    new = _requeue(record, now, f"requeued: cluster {event.cluster} did not admit it within {waited}")
-    return Outcome(new, (*cleanup, Requeued(event.cluster, "not admitted")))
+        return _with_usage(record, _move(record, C, now, cancelled, **ended), cleanup)
+    return _with_usage(record, _requeue(record, now, requeued), (*cleanup, Requeued(cluster, why)))
 
 
 def dispatched_at(record: JobRecord) -> float | None:
