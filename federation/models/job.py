@@ -218,6 +218,9 @@ class JobRecord(BaseModel):
     retry_at: float | None = None  # after a failed run: not dispatched again before this time
     cancel_requested: bool = False  # someone asked to cancel it: it ends Cancelled, whatever else happens
     evicting: bool = False  # reclaim asked its cluster to stop it: it goes back to the queue when stopped
+    requeue_requested: bool = False  # someone asked to requeue it: back to the queue when stopped, not a retry
+    held_by: str | None = None  # who holds it: queued, it keeps its place in line but is never dispatched
+    held_at: float | None = None
     start_time: float | None = None
     end_time: float | None = None
     exit_code: int | None = None

@@ -21,6 +21,9 @@ from policies.format import format_labels, format_resources
 from policies.profile import NO_RELEASES, Releases
 from policies.resources import Resources
 
+HELD = "held"
+"""The block a hold on the job's record puts on it (``JobRecord.held_by``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Misfit:
@@ -100,6 +103,9 @@ class FederationState:
         # (id -> that time), with a heap by time whose stale entries are dropped as they come up.
         self._backoff: dict[str, float] = {}
         self._backoff_by_time: list[tuple[float, str]] = []
+        # Queued jobs something keeps out of the pending index, with what: ``HELD`` (a hold on the
+        # record) or another module's block (``block``/``unblock``, e.g. dependencies not yet met).
+        self.blocked: dict[str, set[str]] = {}
         self._dispatched: dict[str, float] = {}  # Dispatched jobs (not admitted yet): id -> dispatched at
 
     # ---- jobs --------------------------------------------------------------------------------
@@ -117,13 +123,15 @@ class FederationState:
             return
         stays_queued = False
         kept: JobInfo | None = None
-        if old is not None and (old.info.priority, old.info.queue, old.info.tenant) == (
+        if old is not None and (old.info.priority, old.info.queue, old.info.tenant, old.info.walltime) == (
             record.priority,
             record.queue,
             record.tenant,
+            record.spec.walltime,
         ):
-            # A mark (Reserved, Unschedulable) keeps a job's place in line, and a job leaving the queue
-            # keeps its compact form (the spec never changes; a requeue, which resets the wait, does not).
+            # A mark (Reserved, Unschedulable) or a hold keeps a job's place in line, and a job leaving the
+            # queue keeps its compact form (an update of its priority, queue or walltime re-keys it; a
+            # requeue, which resets the wait, builds it anew).
             stays_queued = old.state.queued and record.state.queued
             if stays_queued or not record.state.queued:
                 kept = old.info
@@ -142,10 +150,13 @@ class FederationState:
         else:
             self.marked.discard(record.id)
         if record.state.queued:
+            self._set_block(record.id, HELD, record.held_by is not None)
             if not stays_queued:  # a mark (Reserved, Unschedulable) keeps the job's place in line
                 self._enqueue(record, info)
+            self._consider(record.id)
         else:
             self._backoff.pop(record.id, None)
+            self.blocked.pop(record.id, None)
             self.pending.remove(record.id)
         if record.state in ON_CLUSTER and record.cluster:
             view = self.clusters.setdefault(record.cluster, ClusterView(record.cluster))
@@ -167,6 +178,7 @@ class FederationState:
         self.marked.discard(job_id)
         self._never_fits.pop(job_id, None)
         self._backoff.pop(job_id, None)
+        self.blocked.pop(job_id, None)
         self._dispatched.pop(job_id, None)
         self.pending.remove(job_id)
         if entry.cluster:
@@ -174,22 +186,55 @@ class FederationState:
         self._totals.pop(job_id, None)
 
     def _enqueue(self, record: JobRecord, info: JobInfo) -> None:
-        """Into the pending index; after a failed run, only once its retry time has come (``release``)."""
-        if record.retry_at is None:
-            self.pending.add(info)
-            return
+        """Into the pending index (anew: its key may have changed) if a cycle may consider it; after a
+        failed run, only once its retry time has come (``release``)."""
         self.pending.remove(record.id)
-        self._backoff[record.id] = record.retry_at
-        heapq.heappush(self._backoff_by_time, (record.retry_at, record.id))
+        if record.retry_at is None:
+            self._backoff.pop(record.id, None)
+        else:
+            self._backoff[record.id] = record.retry_at
+            heapq.heappush(self._backoff_by_time, (record.retry_at, record.id))
+
+    def considered(self, job_id: str) -> bool:
+        """Whether a cycle may consider this queued job: nothing blocks it (a hold, another module's
+        block) and its retry time has come. The one rule of which queued jobs may be dispatched,
+        reserved or counted as demand: the pending index holds exactly the queued jobs it admits."""
+        entry = self.entries.get(job_id)
+        return entry is not None and entry.state.queued and job_id not in self.blocked and job_id not in self._backoff
+
+    def block(self, job_id: str, why: str) -> None:
+        """Keep a queued job out of every cycle for ``why`` (kept in its place: ``unblock`` puts it back)."""
+        self._set_block(job_id, why, True)
+        self._consider(job_id)
+
+    def unblock(self, job_id: str, why: str) -> None:
+        self._set_block(job_id, why, False)
+        self._consider(job_id)
+
+    def _set_block(self, job_id: str, why: str, on: bool) -> None:
+        whys = self.blocked.get(job_id)
+        if on:
+            self.blocked.setdefault(job_id, set()).add(why)
+        elif whys is not None:
+            whys.discard(why)
+            if not whys:
+                del self.blocked[job_id]
+
+    def _consider(self, job_id: str) -> None:
+        """The pending index as ``considered`` says: in it, with the job's current form, or out of it."""
+        if not self.considered(job_id):
+            self.pending.remove(job_id)
+        elif job_id not in self.pending:
+            self.pending.add(self.entries[job_id].info)
 
     def release(self, now: float) -> None:
-        """Put the jobs whose retry time has come into the pending index."""
+        """Put the jobs whose retry time has come into the pending index (unless something blocks them)."""
         heap = self._backoff_by_time
         while heap and heap[0][0] <= now:
             at, job_id = heapq.heappop(heap)
             if self._backoff.get(job_id) == at:
                 del self._backoff[job_id]
-                self.pending.add(self.entries[job_id].info)
+                self._consider(job_id)
 
     def _leave_cluster(self, job_id: str, cluster: str) -> None:
         view = self.clusters.get(cluster)
