@@ -54,6 +54,11 @@ class Store(Protocol):
         None for deletes): a follower that needs only the key saves etcd sending every old value."""
         ...
 
+    async def require_history(self, revision: int) -> None:
+        """Raise ``CompactedError`` if a watch from ``revision`` could not replay every change since:
+        what a resumed stream checks before it answers, so a client hears 410 rather than a cut stream."""
+        ...
+
     async def size(self) -> int:
         """The bytes the store holds as its quota counts them (etcd: its database file, history and
         free pages included, which only compaction and defragmentation give back)."""

@@ -250,6 +250,22 @@ class EtcdStore:
             await asyncio.sleep(delay)
             delay = min(delay * 2, _WATCH_RETRY_MAX)
 
+    async def require_history(self, revision: int) -> None:
+        """A one-key read at ``revision``: etcd refuses it if that revision is compacted (a revision
+        not yet written is no loss: a watch from it waits for it)."""
+        if revision < 1:
+            raise ValueError(f"revision must be at least 1, got {revision}")
+        request = rpc.RangeRequest(key=self._prefix, revision=revision, limit=1, keys_only=True)
+        with mapped_errors():
+            try:
+                await self._rpc.unary(_RANGE, request, retry=True)
+            except grpc.aio.AioRpcError as error:
+                details = error.details() or ""
+                if error.code() == grpc.StatusCode.OUT_OF_RANGE and "compacted" in details:
+                    raise CompactedError(revision) from error
+                if error.code() != grpc.StatusCode.OUT_OF_RANGE or "future" not in details:
+                    raise
+
     async def size(self) -> int:
         """The database size the member in use reports (etcd's quota counts it; any user may ask)."""
         response = await self._send(_STATUS, rpc.StatusRequest(), retry=True)
@@ -321,7 +337,8 @@ class EtcdStore:
     def _event(self, raw: Any) -> WatchEvent:
         if raw.type == rpc.Event.PUT:
             kv = self._record(raw.kv)
-            return WatchEvent("put", kv.key, kv, kv.mod_revision)
+            before = self._record(raw.prev_kv) if raw.HasField("prev_kv") else None
+            return WatchEvent("put", kv.key, kv, kv.mod_revision, before)
         key = raw.kv.key[len(self._prefix) :].decode()
         prev = self._record(raw.prev_kv) if raw.HasField("prev_kv") else None
         return WatchEvent("delete", key, prev, int(raw.kv.mod_revision))

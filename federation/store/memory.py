@@ -154,6 +154,13 @@ class MemoryStore:
                 continue
             await self._changed.wait()
 
+    async def require_history(self, revision: int) -> None:
+        self._begin()
+        if revision < 1:
+            raise ValueError(f"revision must be at least 1, got {revision}")
+        if revision < self._compact_revision:
+            raise CompactedError(self._compact_revision)
+
     async def size(self) -> int:
         """The live keys' and values' bytes: no history or free pages to count, unlike etcd's file."""
         self._begin()
@@ -258,7 +265,7 @@ class MemoryStore:
         if lease:
             self._leases[lease].keys.add(key)
         self._kvs[key] = kv
-        self._events.append(WatchEvent("put", key, kv, revision))
+        self._events.append(WatchEvent("put", key, kv, revision, prev))
 
     def _delete(self, key: str, revision: int) -> bool:
         prev = self._kvs.pop(key, None)

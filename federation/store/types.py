@@ -106,9 +106,12 @@ class StoreSnapshot:
 
 @dataclass(frozen=True, slots=True)
 class WatchEvent:
-    """A change; ``kv`` is the new record for a put and the previous one (if known) for a delete."""
+    """A change; ``kv`` is the new record for a put and the previous one (if known) for a delete.
+    ``prev`` is a put's previous record, when the key existed and the watch asked for previous values
+    (a follower that diffs a record, such as a job's history, needs no read of its own)."""
 
     type: Literal["put", "delete"]
     key: str
     kv: KeyValue | None
     revision: int
+    prev: KeyValue | None = None

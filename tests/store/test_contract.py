@@ -333,6 +333,34 @@ async def test_watch_before_the_compaction_point_raises_compacted(store: Store) 
         await store.compact(await store.revision() + 10)
 
 
+async def test_history_is_required_only_back_to_the_compaction_point(store: Store) -> None:
+    first = await store.put("h/1", b"x")
+    middle = await store.put("h/2", b"x")
+    await store.compact(middle)
+
+    with pytest.raises(CompactedError):
+        await store.require_history(first)
+    await store.require_history(middle)
+    await store.require_history(await store.revision() + 5)  # not written yet: a watch waits for it
+    with pytest.raises(ValueError):
+        await store.require_history(0)
+
+
+async def test_a_watched_put_carries_the_value_it_replaced(store: Store) -> None:
+    start = await store.put("p/a", b"1")
+    await store.put("p/a", b"2")
+    await store.txn([], [Op.put("p/a", b"3"), Op.put("p/b", b"1")])
+
+    events = await take(store.watch("p/", start_revision=start), 4)
+
+    assert [(e.key, e.kv and e.kv.value, e.prev and e.prev.value) for e in events] == [
+        ("p/a", b"1", None),
+        ("p/a", b"2", b"1"),
+        ("p/a", b"3", b"2"),
+        ("p/b", b"1", None),
+    ]
+
+
 async def test_put_many_writes_everything_and_returns_the_last_revision(store: Store) -> None:
     items = [(f"bulk/{i:04d}", bytes(300)) for i in range(3 * DEFAULT_MAX_TXN_OPS + 5)]
 
