@@ -86,7 +86,7 @@ def create_app(
     async def healthz() -> dict[str, object]:
         """``leader``: whether this replica's scheduler leads (None when it runs no scheduler)."""
         scheduler = getattr(app.state, "scheduler", None)
-        leader = None if scheduler is None else scheduler.election.is_leader
+        leader = None if scheduler is None else (await scheduler.status()).leads
         return {"ok": True, "revision": await store.revision(), "leader": leader}
 
     @app.get("/metrics", tags=["health"], response_class=PlainTextResponse, responses=ERROR_RESPONSES)
@@ -94,6 +94,9 @@ def create_app(
         """Any token scrapes the API's and the scheduler's series; the per-tenant and per-queue usage
         series (who used what, RUP and EUP) only an admin or a metrics token."""
         text = generate_latest(state.metrics.registry)
+        scheduler = getattr(app.state, "scheduler", None)
+        if scheduler is not None:
+            text += (await scheduler.status()).metrics
         if who.role in (Role.ADMIN, Role.METRICS):
             await quota_metrics.refresh()  # from the store, at most every 10 s
             text += generate_latest(state.metrics.usage)

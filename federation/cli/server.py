@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import os
 import secrets
+import signal
 import ssl
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -75,8 +76,7 @@ async def serve(args: argparse.Namespace) -> None:
     from federation.api.app import create_app
     from federation.config import load_federation_config, load_yaml_file
     from federation.models import QueueTreeConfig
-    from federation.scheduler.metrics import SchedulerMetrics
-    from federation.scheduler.service import SchedulerService
+    from federation.scheduler.process import scheduler_runner
     from federation.store import open_store
     from policies.clock import SystemClock
 
@@ -102,19 +102,25 @@ async def serve(args: argparse.Namespace) -> None:
             ssl_cert_reqs=ssl.CERT_REQUIRED if args.ca else ssl.CERT_NONE,
         )
     )
-    stop = asyncio.Event()
-    scheduler = None
+    # uvicorn shuts down on SIGTERM, then raises it again; at the default action that kills the process
+    # before the scheduler resigns (its lease would hold the next leader off for its ttl) and the
+    # store closes. As an exception it unwinds through the ``finally`` below.
+    signal.signal(signal.SIGTERM, _exit_cleanly)
+    runner = None
     if not args.no_scheduler:
-        service = SchedulerService(store, config, clock, metrics=SchedulerMetrics(app.state.fedq.metrics.registry))
-        app.state.scheduler = service
-        scheduler = asyncio.create_task(service.run(stop))
+        runner = scheduler_runner(target, args.prefix, store, config, clock)
+        app.state.scheduler = runner
+        runner.start()
     try:
         await server.serve()
     finally:
-        stop.set()
-        if scheduler is not None:
-            await scheduler
+        if runner is not None:
+            await runner.stop()
         await store.close()
+
+
+def _exit_cleanly(signum: int, _frame: object) -> None:
+    raise SystemExit(0)
 
 
 def cmd_server(args: argparse.Namespace) -> int:
