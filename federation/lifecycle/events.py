@@ -1,19 +1,23 @@
 """What can happen to a job (events) and what a move sets off (effects), as plain data.
 
 Events come from three places: the scheduler (dispatch, marks, reclaim, a lost cluster, an admission
-timeout), the job's
-cluster through its agent's reports (admitted, started, finished, handed back), and people through
-the API (cancel). Effects are what the caller carries out: the production path turns the key effects
-into ops of the job's CAS txn (``federation.jobs.change_of``), the simulator into its in-memory
-replies, and both feed the accounting the same run starts and stops.
+timeout), the job's cluster through its agent's reports (admitted, started, finished, handed back),
+and people through the API (cancel, hold, release, requeue, update). Effects are what the caller
+carries out: the production path turns the key effects into ops of the job's CAS txn
+(``federation.jobs.change_of``), the simulator into its in-memory replies, and both feed the
+accounting the same run starts and stops.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from federation.lifecycle.states import JobState
+
+if TYPE_CHECKING:
+    from federation.models import JobSpecBody
 
 # ---- events ------------------------------------------------------------------------------------
 
@@ -57,10 +61,39 @@ class NotAdmitted:
 
 
 @dataclass(frozen=True, slots=True)
-class Cancel:
-    """Someone cancels the job: at once while it waits, through its cluster's agent while it runs."""
+class Asked:
+    """What someone asks of the job through the API; ``by`` names them in its history."""
 
     by: str
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel(Asked):
+    """Someone cancels the job: at once while it waits, through its cluster's agent while it runs."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hold(Asked):
+    """Someone holds a queued job: it keeps its place in line but is never dispatched nor reserved."""
+
+
+@dataclass(frozen=True, slots=True)
+class Release(Asked):
+    """Someone lets a held job go: it is considered again, from its old place in line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Requeue(Asked):
+    """Someone sends the job back to the queue: a run stopped through its cluster's agent, or a
+    Failed or Cancelled job run again; neither counts as a retry."""
+
+
+@dataclass(frozen=True, slots=True)
+class Update(Asked):
+    """Someone changes a queued job's priority, queue or walltime: ``spec`` is the job's spec with the
+    change, validated as at submit by the sender."""
+
+    spec: JobSpecBody
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +124,7 @@ class AgentUpdate:
     final: bool = False  # a failure that running again would only repeat (walltime exceeded)
 
 
-Event = Dispatch | Mark | Reclaim | ClusterLost | NotAdmitted | Cancel | AgentUpdate
+Event = Dispatch | Mark | Reclaim | ClusterLost | NotAdmitted | Cancel | Hold | Release | Requeue | Update | AgentUpdate
 
 # ---- effects -----------------------------------------------------------------------------------
 
@@ -147,7 +180,7 @@ class RunStopped:
 @dataclass(frozen=True, slots=True)
 class Requeued:
     """The job went back to the queue from ``cluster``; ``why`` is lost, not admitted, evicted, handed
-    back or retry."""
+    back, requeued (asked by someone) or retry."""
 
     cluster: str
     why: str

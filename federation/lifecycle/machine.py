@@ -25,14 +25,18 @@ from federation.lifecycle.events import (
     DropStopOrder,
     Effect,
     Event,
+    Hold,
     Mark,
     NotAdmitted,
     Reclaim,
+    Release,
+    Requeue,
     Requeued,
     RunStarted,
     RunStopped,
     StopOrder,
     Unassign,
+    Update,
 )
 from federation.lifecycle.events import Dispatch as DispatchEvent
 from federation.lifecycle.states import QUEUED_STATES, TERMINAL_STATES, JobEvent, JobState
@@ -73,6 +77,11 @@ MOVES: dict[str, Move] = {
         _row("cancel", {P, R, U}, {C}, "none: it never reached a cluster"),
         _row("cancel (on a cluster)", {D, A, X}, {D, A, X}, "cancel requested; stop order to the agent"),
         _row("reclaim", {D, A, X}, {D, A, X}, "eviction requested; stop order (back to the queue)"),
+        _row("hold", {P, R, U}, {P}, "held: keeps its place in line, never dispatched nor reserved"),
+        _row("release", {P, R, U}, {P, R, U}, "hold dropped: considered again from its place in line"),
+        _row("update", {P, R, U}, {P, R, U}, "priority, queue or walltime changed; its place in line follows"),
+        _row("requeue (on a cluster)", {D, A, X}, {D, A, X}, "requeue requested; stop order (back to the queue)"),
+        _row("requeue", {F, C}, {P}, "back to the queue: attempt + 1, not a retry"),
         _row("admitted", {D}, {A}, "assignment dropped"),
         _row("running", {D, A}, {X}, "assignment dropped; usage starts"),
         _row("succeeded", {D, A, X}, {S}, "orders dropped; usage stops"),
@@ -80,9 +89,15 @@ MOVES: dict[str, Move] = {
             "failed",
             {D, A, X},
             {F, P},
-            "Pending to retry after a backoff (retries + 1) up to maxRetries, unless its walltime ran out",
+            "Pending to retry after a backoff (retries + 1) up to maxRetries, unless its walltime ran out; "
+            "Pending, not a retry, when a requeue was asked",
         ),
-        _row("cancelled", {D, A, X}, {C, P}, "Pending when reclaim asked (preemptions + 1); usage stops"),
+        _row(
+            "cancelled",
+            {D, A, X},
+            {C, P},
+            "Pending when reclaim (preemptions + 1) or a requeue (not a retry) asked; usage stops",
+        ),
         _row("handed back", {D, A, X}, {P, C}, "Pending, not a retry; Cancelled if a cancel was asked"),
         _row("cluster lost", {D, A, X}, {P, C}, "Pending, not a retry; Cancelled if a cancel was asked"),
         _row(
@@ -112,6 +127,7 @@ def transition(record: JobRecord, event: Event, now: float) -> Outcome | None:
         return _agent(record, event, now)
     if isinstance(event, DispatchEvent):
         _allow("dispatch", record)
+        _not_held(record)
         new = _move(record, D, now, f"dispatched to {event.cluster}", cluster=event.cluster, epoch=record.epoch + 1)
         return Outcome(new, (Assign(event.cluster),))
     if isinstance(event, Mark):
@@ -120,12 +136,19 @@ def transition(record: JobRecord, event: Event, now: float) -> Outcome | None:
             raise IllegalTransition(f"a mark keeps a job queued; {event.target.value} is not a queued state")
         if record.state is event.target:
             return None
+        _not_held(record)
         return Outcome(_move(record, event.target, now, event.reason), ())
     if isinstance(event, Cancel):
         return _cancel(record, event, now)
+    if isinstance(event, Hold | Release):
+        return _hold(record, event, now)
+    if isinstance(event, Requeue):
+        return _requeue_asked(record, event, now)
+    if isinstance(event, Update):
+        return _update(record, event, now)
     if isinstance(event, Reclaim):
         _allow("reclaim", record)
-        if record.evicting or record.cancel_requested:
+        if record.evicting or record.cancel_requested or record.requeue_requested:
             return None  # already being stopped
         reason = f"preempted: {event.reason}"
         new = _move(record, record.state, now, reason, evicting=True)
@@ -177,7 +200,8 @@ def _requeue(record: JobRecord, now: float, reason: str, **changes: Any) -> JobR
     """Back to the global queue: no cluster, not started, attempt + 1 (the next dispatch's epoch
     fences whatever the old run still does)."""
     changes.setdefault("attempt", record.attempt + 1)
-    return _move(record, P, now, reason, cluster="", start_time=None, evicting=False, **changes)
+    cleared = {"cluster": "", "start_time": None, "evicting": False, "requeue_requested": False}
+    return _move(record, P, now, reason, **(cleared | changes))
 
 
 def _with_usage(old: JobRecord, new: JobRecord, effects: tuple[Effect, ...]) -> Outcome:
@@ -233,6 +257,65 @@ def _cancel(record: JobRecord, event: Cancel, now: float) -> Outcome | None:
     return Outcome(new, (StopOrder(record.cluster, record.epoch, f"cancelled by {event.by}", requeue=False),))
 
 
+def _hold(record: JobRecord, event: Hold | Release, now: float) -> Outcome | None:
+    """A hold is a flag on a queued job (as Slurm's JobHeldUser): Pending with reason "held by"; None
+    when the job is already as asked."""
+    if isinstance(event, Hold):
+        _allow("hold", record)
+        if record.held_by is not None:
+            return None
+        return Outcome(_move(record, P, now, f"held by {event.by}", held_by=event.by, held_at=now), ())
+    _allow("release", record)
+    if record.held_by is None:
+        return None
+    return Outcome(_move(record, record.state, now, f"released by {event.by}", held_by=None, held_at=None), ())
+
+
+def _not_held(record: JobRecord) -> None:
+    if record.held_by is not None:
+        raise IllegalTransition(f"job is held by {record.held_by}: release it first")
+
+
+def _requeue_asked(record: JobRecord, event: Requeue, now: float) -> Outcome | None:
+    """Back to the queue, not as a retry: a run is stopped through its agent first (the agent's report
+    of it stopped requeues it); a Failed or Cancelled job goes back at once, its end forgotten."""
+    if record.state in TERMINAL_STATES:
+        _allow("requeue", record)
+        reason = f"requeued by {event.by}"
+        ended = {"end_time": None, "cancel_requested": False, "retry_at": None, "held_by": None, "held_at": None}
+        return Outcome(_requeue(record, now, reason, **ended), (Requeued(record.cluster, "requeued"),))
+    _allow("requeue (on a cluster)", record)
+    if record.cancel_requested:
+        raise IllegalTransition("a cancel was asked: the job ends Cancelled")
+    if record.requeue_requested or record.evicting:
+        return None  # already on its way back to the queue
+    new = _move(record, record.state, now, f"requeue requested by {event.by}", requeue_requested=True)
+    return Outcome(new, (StopOrder(record.cluster, record.epoch, f"requeued by {event.by}", requeue=True),))
+
+
+def _update(record: JobRecord, event: Update, now: float) -> Outcome | None:
+    """The job's spec as updated, its priority and queue with it; the history names each change."""
+    _allow("update", record)
+    old, new = record.spec, event.spec
+    changed = [
+        f"{what} {before} -> {after}"
+        for what, before, after in (
+            ("priority", old.priority, new.priority),
+            ("queue", old.queue, new.queue),
+            ("walltime", _span(old.walltime), _span(new.walltime)),
+        )
+        if before != after
+    ]
+    if not changed:
+        return None
+    reason = f"updated by {event.by}: {', '.join(changed)}"
+    return Outcome(_move(record, record.state, now, reason, spec=new, priority=new.priority, queue=new.queue), ())
+
+
+def _span(seconds: float | None) -> str:
+    return "none" if seconds is None else format_span(seconds)
+
+
 def _agent(record: JobRecord, update: AgentUpdate, now: float) -> Outcome | None:
     """A report of the run the cluster holds. The agent's clock may run ahead of ours: its times are
     taken no later than now (a future time would carry the accounting ahead for every tenant)."""
@@ -257,6 +340,10 @@ def _agent(record: JobRecord, update: AgentUpdate, now: float) -> Outcome | None
     if update.state is P:
         new = _requeue(record, now, update.reason or "requeued by its cluster")
         return _with_usage(record, new, (*cleanup, Requeued(cluster, "handed back")))
+    if update.state in (C, F) and record.requeue_requested:
+        # Asked back to the queue: however the run stopped, it runs again, not as a retry.
+        new = _requeue(record, now, f"requeued as requested ({update.reason or 'stopped'})")
+        return _with_usage(record, new, (*cleanup, Requeued(cluster, "requeued")))
     if update.state is C and record.evicting:
         new = _requeue(record, now, update.reason or "evicted", preemptions=record.preemptions + 1)
         return _with_usage(record, new, (*cleanup, Requeued(cluster, "evicted")))

@@ -1,12 +1,13 @@
 """The lifecycle's promises under random event sequences (a hypothesis state machine), and worked cases.
 
-A few jobs on two clusters take any event at any time: dispatch, marks, reclaim, cancel, a lost
-cluster, a cluster's admission timeout, and agent reports of any state, for the current run or a
-stale one, in any order. After every step: each move is a row of ``MOVES``; epochs only grow; no
-epoch runs twice; every usage start has one stop and a job off its cluster holds none; terminal states
-are final; a requested cancel ends Cancelled (or Succeeded, when the run had already finished); a
-takeover that rebuilds the accounting from the record history (``usage`` on each version, as the feed
-does) finds the live accounting.
+A few jobs on two clusters take any event at any time: dispatch, marks, reclaim, cancel, hold,
+release, requeue, a lost cluster, a cluster's admission timeout, and agent reports of any state, for
+the current run or a stale one, in any order. After every step: each move is a row of ``MOVES``;
+epochs only grow; no epoch runs twice; every usage start has one stop and a job off its cluster holds
+none; terminal states are final but for a requeue; a held job waits Pending (or ends); a requested
+cancel ends Cancelled (or Succeeded, when the run had already finished); a takeover that rebuilds
+the accounting from the record history (``usage`` on each version, as the feed does) finds the live
+accounting.
 """
 
 from __future__ import annotations
@@ -25,11 +26,14 @@ from federation.lifecycle import (
     ClusterLost,
     Dispatch,
     Event,
+    Hold,
     IllegalTransition,
     JobState,
     Mark,
     NotAdmitted,
     Reclaim,
+    Release,
+    Requeue,
     RetryPolicy,
     RunStarted,
     RunStopped,
@@ -81,7 +85,7 @@ class Lifecycle(RuleBasedStateMachine):
         if outcome is None:
             return
         new = outcome.record
-        assert old.state not in TERMINAL_STATES, "a terminal state moved"
+        assert old.state not in TERMINAL_STATES or isinstance(event, Requeue), "a terminal state moved"
         assert old.state == new.state or legal(old.state, new.state), (old.state, new.state, event)
         assert new.epoch >= old.epoch
         assert new.events[: len(old.events)] == old.events and len(new.events) == len(old.events) + 1
@@ -100,6 +104,9 @@ class Lifecycle(RuleBasedStateMachine):
             self.cancel_asked.add(job_id)
         if new.state in TERMINAL_STATES:
             self.ended[job_id] = new.state
+        elif old.state in TERMINAL_STATES:  # requeued: a new life, its cancel (if any) done with
+            del self.ended[job_id]
+            self.cancel_asked.discard(job_id)
         self.jobs[job_id] = new
         self.history[job_id].append(new)
 
@@ -122,6 +129,10 @@ class Lifecycle(RuleBasedStateMachine):
     @rule(job=st.sampled_from(["j0", "j1", "j2"]))
     def cancel(self, job: str) -> None:
         self.apply(job, Cancel("alice"))
+
+    @rule(job=st.sampled_from(["j0", "j1", "j2"]), event=st.sampled_from([Hold("bob"), Release("bob"), Requeue("bob")]))
+    def asked(self, job: str, event: Event) -> None:
+        self.apply(job, event)
 
     @rule(job=st.sampled_from(["j0", "j1", "j2"]), cluster=st.sampled_from(CLUSTERS))
     def cluster_lost(self, job: str, cluster: str) -> None:
@@ -160,6 +171,12 @@ class Lifecycle(RuleBasedStateMachine):
         for job_id in self.cancel_asked:
             state = self.jobs[job_id].state
             assert state in ON_CLUSTER or state in (JobState.CANCELLED, JobState.SUCCEEDED), state
+
+    @invariant()
+    def a_held_job_waits_pending(self) -> None:
+        for record in self.jobs.values():
+            waits = record.state is JobState.PENDING or record.state in TERMINAL_STATES  # (cancelled while held)
+            assert record.held_by is None or waits, record.state
 
     @invariant()
     def terminal_states_stay(self) -> None:
