@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from federation.lifecycle.states import JobEvent, JobState
+from federation.models.dependency import MAX_DEPENDENCIES, Dependency, Wait
 from federation.models.numbers import Integer, positive_seconds
 from federation.models.resources import Resources
 from federation.models.stored import STORED, stored
@@ -139,6 +140,8 @@ class JobSpecBody(StrictModel):
     array: ArraySpec | None = None
     max_retries: Integer | None = Field(None, alias="maxRetries", ge=0, le=MAX_RETRIES)
     """Failed runs retried before the job ends Failed; None: the federation's ``jobs.maxRetries``."""
+    depends_on: list[Dependency] = Field(default_factory=list, alias="dependsOn", max_length=MAX_DEPENDENCIES)
+    """What the job waits for before it may be considered (``federation.dependencies``)."""
 
     @field_validator("queue")
     @classmethod
@@ -226,6 +229,7 @@ class JobRecord(BaseModel):
     exit_code: int | None = None
     log_tail: str = ""
     preemptions: int = 0
+    after: list[Wait] = Field(default_factory=list)  # its dependsOn on ids, resolved at submit
     events: list[JobEvent] = Field(default_factory=list)
 
     def to_bytes(self) -> bytes:

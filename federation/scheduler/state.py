@@ -14,6 +14,7 @@ from typing import Literal
 from federation.lifecycle import ON_CLUSTER, dispatched_at
 from federation.models import JobRecord, JobState, QueueTree
 from federation.models.cluster import ClusterReport, LatestReport, NodeReport, summed
+from federation.scheduler.dependencies import DependencyIndex
 from federation.scheduler.job_view import held_by, job_info
 from policies import JobInfo, NodeInfo, NodeShape, PendingIndex, QueueInfo, Snapshot, TaskInfo, TaskStatus, Usage
 from policies import resources as res
@@ -23,6 +24,8 @@ from policies.resources import Resources
 
 HELD = "held"
 """The block a hold on the job's record puts on it (``JobRecord.held_by``)."""
+WAITING = "dependency"
+"""The block of a job whose dependencies are not met (``DependencyIndex``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +109,7 @@ class FederationState:
         # Queued jobs something keeps out of the pending index, with what: ``HELD`` (a hold on the
         # record) or another module's block (``block``/``unblock``, e.g. dependencies not yet met).
         self.blocked: dict[str, set[str]] = {}
+        self.dependencies = DependencyIndex()
         self._dispatched: dict[str, float] = {}  # Dispatched jobs (not admitted yet): id -> dispatched at
 
     # ---- jobs --------------------------------------------------------------------------------
@@ -117,6 +121,8 @@ class FederationState:
             return
         if record.state.terminal:
             self.remove_job(record.id)
+            for job_id in self.dependencies.ended(record.id, record.state):
+                self.unblock(job_id, WAITING)
             ended = record.released_at()
             self.finished[record.id] = (ended, revision, record.state.value, record.queue)
             heapq.heappush(self._finished_by_end, (ended, record.id))
@@ -151,6 +157,8 @@ class FederationState:
             self.marked.discard(record.id)
         if record.state.queued:
             self._set_block(record.id, HELD, record.held_by is not None)
+            if record.after:
+                self._set_block(record.id, WAITING, self.dependencies.waits(record, self._ended_as))
             if not stays_queued:  # a mark (Reserved, Unschedulable) keeps the job's place in line
                 self._enqueue(record, info)
             self._consider(record.id)
@@ -179,6 +187,7 @@ class FederationState:
         self._never_fits.pop(job_id, None)
         self._backoff.pop(job_id, None)
         self.blocked.pop(job_id, None)
+        self.dependencies.forget(job_id)
         self._dispatched.pop(job_id, None)
         self.pending.remove(job_id)
         if entry.cluster:
@@ -226,6 +235,15 @@ class FederationState:
             self.pending.remove(job_id)
         elif job_id not in self.pending:
             self.pending.add(self.entries[job_id].info)
+
+    def _ended_as(self, job_id: str) -> JobState | None:
+        known = self.finished.get(job_id)
+        return JobState(known[2]) if known is not None else None
+
+    def settle(self) -> None:
+        """After a load: a dependency on a job the store no longer holds is met (see ``dependencies``)."""
+        for job_id in self.dependencies.settle(lambda target: target in self.entries or target in self.finished):
+            self.unblock(job_id, WAITING)
 
     def release(self, now: float) -> None:
         """Put the jobs whose retry time has come into the pending index (unless something blocks them)."""
