@@ -17,11 +17,12 @@ from federation.auth import TokenStore
 from federation.clusters import ClusterService
 from federation.config import FederationConfig
 from federation.jobs import JobRepository
-from federation.models import JobRecord, QueueTree, QueueTreeConfig
+from federation.models import QueueTree, QueueTreeConfig
 from federation.quotas import QuotaLedger, StoreBudget
-from federation.reports.source import load_jobs
+from federation.reports.facts import JobFacts, load_job_facts
 from federation.store import Store
 from federation.submits import Submits
+from federation.watch import WatchLimiter
 from policies.clock import Clock
 
 
@@ -88,19 +89,20 @@ JOBS_FRESH_FOR = 5.0
 class ReportGate:
     """Reads of every job record (reports) run ``REPORTS_AT_ONCE`` at a time per replica, with at most
     ``REPORTS_WAITING`` more queued; past that a caller gets a 429, so one tenant's report calls cost the
-    replica one worker thread, never the event loop or its memory. The records read are reused for
+    replica one worker thread, never the event loop. The records are read a page at a time and kept as
+    facts (``federation/reports/facts.py``), a tenth of their memory or less; the facts are reused for
     ``JOBS_FRESH_FOR`` seconds, so however many reports are asked for, a replica reads them at most
     once in that time (a report's job counts may be that much behind; its usage is not)."""
 
     def __init__(self) -> None:
         self._running = asyncio.Semaphore(REPORTS_AT_ONCE)
         self._waiting = 0
-        self._jobs: list[JobRecord] = []
+        self._jobs: list[JobFacts] = []
         self._read_at = float("-inf")
 
-    async def jobs(self, store: Store, now: float) -> list[JobRecord]:
+    async def jobs(self, store: Store, now: float) -> list[JobFacts]:
         if now - self._read_at >= JOBS_FRESH_FOR or now < self._read_at:
-            self._jobs, self._read_at = await load_jobs(store), now
+            self._jobs, self._read_at = await load_job_facts(store), now
         return self._jobs
 
     @asynccontextmanager
@@ -132,4 +134,5 @@ class ServerState:
     budget: StoreBudget
     usage: QuotaLedger
     submits: Submits
+    watches: WatchLimiter
     reports: ReportGate = field(default_factory=ReportGate)

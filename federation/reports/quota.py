@@ -1,6 +1,6 @@
 """``build_quota_report``: per tenant (and queue) quota, allocation, shares, usage and waits.
 
-Pure: it reads an accounting snapshot, the queue tree, job records and the federation's capacity,
+Pure: it reads an accounting snapshot, the queue tree, the jobs' facts and the federation's capacity,
 and computes every number of the report at ``snapshot.time``. Definitions are in docs/reports.md.
 Shares are always of the whole federation; ``tenant`` only removes other tenants' rows, ``queue``
 limits each row to the usage and jobs in that subtree.
@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from federation.accounting.history import Amounts
 from federation.accounting.snapshot import AccountingSnapshot, SeriesKey
-from federation.models import JobRecord, JobState, QueueTree
+from federation.models import JobState, QueueTree
+from federation.reports.facts import JobFacts
 from federation.reports.models import Amount, ClusterRow, QueueRow, QuotaReport, TenantRow, UsageSeries
 from federation.reports.targets import borrowed_and_lent, fair_share_targets
 from federation.simulator.metrics import percentile
@@ -48,7 +49,7 @@ class _Usage:
 def build_quota_report(
     snapshot: AccountingSnapshot,
     tree: QueueTree,
-    jobs: Sequence[JobRecord],
+    jobs: Sequence[JobFacts],
     capacity: Mapping[str, float],
     *,
     since: float,
@@ -71,7 +72,7 @@ def build_quota_report(
     for job in jobs:
         if job.state.queued:
             lane = (job.queue, job.tenant)
-            demand[lane] = demand.get(lane, 0.0) + res.units(job.spec.total_resources(), weights)
+            demand[lane] = demand.get(lane, 0.0) + res.units(job.resources, weights)
     capacity_units = res.units(capacity, weights)
     slices, targets = fair_share_targets(tree, snapshot, capacity_units, demand)
     window = snapshot.window(since, until)
@@ -161,7 +162,7 @@ def build_quota_report(
     )
 
 
-def known_tenants(tree: QueueTree, snapshot: AccountingSnapshot, jobs: Iterable[JobRecord]) -> set[str]:
+def known_tenants(tree: QueueTree, snapshot: AccountingSnapshot, jobs: Iterable[JobFacts]) -> set[str]:
     """Tenants named by the queue tree, the accounting or a job: the ones a report can be asked about."""
     return tree.tenants() | snapshot.tenants.keys() | snapshot.factors.keys() | {j.tenant for j in jobs}
 
@@ -183,7 +184,7 @@ def _add_series(usage: _Usage, rates: Amount, units: float, seconds: Amount, uni
     usage.unit_seconds += unit_seconds
 
 
-def _count_job(usage: _Usage, job: JobRecord, since: float, until: float) -> None:
+def _count_job(usage: _Usage, job: JobFacts, since: float, until: float) -> None:
     if job.state in ON_A_CLUSTER:
         usage.running += 1
     elif job.state.queued:
@@ -246,7 +247,7 @@ def _cluster_row(cluster: str, usage: _Usage) -> ClusterRow:
 def _queue_rows(
     tree: QueueTree,
     snapshot: AccountingSnapshot,
-    jobs: Iterable[JobRecord],
+    jobs: Iterable[JobFacts],
     slices: Mapping[str, float],
     window: Mapping[SeriesKey, Amounts],
     in_scope: Callable[[str], bool],

@@ -1,15 +1,12 @@
 """What a report reads from the store, so any API replica can serve one: the accounting the
-scheduler saved, the job records and the federation's capacity from the latest cluster reports."""
+scheduler saved, the jobs' facts (``facts.py``) and the federation's capacity from the latest cluster reports."""
 
 from __future__ import annotations
 
-import asyncio
-
-from federation import keys
 from federation.accounting import Accountant, AccountingSnapshot
 from federation.clusters import ClusterService
 from federation.config import FairShareConfig
-from federation.models import JobRecord, QueueTree
+from federation.models import QueueTree
 from federation.models.cluster import ClusterState, summed
 from federation.store import Store
 from policies import resources as res
@@ -30,13 +27,6 @@ async def load_accounting(
     accountant = Accountant(clock, fairshare.half_life, fairshare.usage_weights, queue_half_lives(tree))
     await accountant.load(store)
     return accountant.snapshot()
-
-
-async def load_jobs(store: Store) -> list[JobRecord]:
-    """Every job record, parsed in a worker thread: 10,000 large records take seconds of CPU that the
-    event loop (health checks, other tenants' submits, the leader's lease) must not wait behind."""
-    kvs = await store.range(keys.JOBS)
-    return await asyncio.to_thread(lambda: [JobRecord.from_bytes(kv.value) for kv in kvs])
 
 
 async def federation_capacity(clusters: ClusterService, lost_after: float) -> dict[str, float]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from federation.accounting import Accountant
 from federation.models import JobRecord, JobSpecBody, JobState, QueueTree, QueueTreeConfig
+from federation.reports.facts import JobFacts
 from policies.clock import ManualClock
 
 HOUR = 3600.0
@@ -74,6 +75,11 @@ def jobs(t0: float = T0) -> list[JobRecord]:
         job("c1", "carol", "research.nlp", JobState.SUCCEEDED, t0 - HOUR, t0, t0 + HOUR, cluster="east", cpu=20),
         job("d1", "dave", "scratch.default", JobState.RUNNING, t0, t0, cluster="west", cpu=20),
     ]
+
+
+def facts(t0: float = T0) -> list[JobFacts]:
+    """What a report reads of the scenario's jobs."""
+    return [JobFacts.of(record) for record in jobs(t0)]
 
 
 def accountant(clock: ManualClock, half_life: float = 86_400.0, t0: float = T0) -> Accountant:

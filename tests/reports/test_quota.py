@@ -6,17 +6,18 @@ import pytest
 
 from federation.accounting import Accountant
 from federation.models import JobState
+from federation.reports.facts import JobFacts
 from federation.reports.models import QuotaReport, TenantRow
 from federation.reports.quota import UnknownQueue, build_quota_report, known_tenants
 from federation.reports.targets import borrowed_and_lent, fair_share_targets
 from federation.reports.userprio import build_userprio
 from policies.clock import ManualClock
-from tests.reports.scenario import CAPACITY, HOUR, NOW, T0, accountant, job, jobs, tree
+from tests.reports.scenario import CAPACITY, HOUR, NOW, T0, accountant, facts, job, tree
 
 
 def report(**kwargs: object) -> QuotaReport:
     snap = accountant(ManualClock(T0)).snapshot(NOW)
-    return build_quota_report(snap, tree(), jobs(), CAPACITY, since=T0, until=NOW, **kwargs)  # type: ignore[arg-type]
+    return build_quota_report(snap, tree(), facts(), CAPACITY, since=T0, until=NOW, **kwargs)  # type: ignore[arg-type]
 
 
 def rows(rep: QuotaReport) -> dict[str, TenantRow]:
@@ -128,7 +129,7 @@ def test_by_cluster_splits_a_tenant() -> None:
     acct = accountant(clock)
     acct.start("a9", "alice", "research.vision", "west", {"cpu": 5}, at=T0 + HOUR)
     snap = acct.snapshot(NOW)
-    rep = build_quota_report(snap, tree(), jobs(), CAPACITY, since=T0, until=NOW, by_cluster=True)
+    rep = build_quota_report(snap, tree(), facts(), CAPACITY, since=T0, until=NOW, by_cluster=True)
     clusters = {c.cluster: c for c in rows(rep)["alice"].clusters}
     assert clusters["east"].resource_hours == {"cpu": 100} and clusters["west"].resource_hours == {"cpu": 5}
     assert (clusters["east"].running, clusters["east"].completed, clusters["east"].failed) == (1, 1, 1)
@@ -156,7 +157,7 @@ def test_window_before_any_usage_and_bad_window() -> None:
 def test_known_tenants_and_a_tenant_with_nothing_yet() -> None:
     snap = accountant(ManualClock(T0)).snapshot(NOW)
     extra = [job("e1", "erin", "scratch.default", JobState.PENDING, T0)]
-    assert known_tenants(tree(), snap, extra) == {"alice", "bob", "carol", "dave", "erin"}
+    assert known_tenants(tree(), snap, [JobFacts.of(j) for j in extra]) == {"alice", "bob", "carol", "dave", "erin"}
     rep = build_quota_report(snap, tree(), [], CAPACITY, since=T0, until=NOW, tenant="zed")
     assert [r.tenant for r in rep.tenants] == ["zed"] and rep.tenants[0].allocated == {}
 
