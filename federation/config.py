@@ -125,6 +125,9 @@ class JobsConfig(_Section):
     retry_backoff: Seconds = Field(10.0, alias="retryBackoff")
     """The wait before the first retry; each later retry waits twice the one before."""
     max_retry_backoff: Seconds = Field(600.0, alias="maxRetryBackoff")
+    kill_invalid_depend: bool = Field(True, alias="killInvalidDepend")
+    """Slurm's kill_invalid_depend: a job whose dependency can never be met is Cancelled with the
+    reason; false keeps it Pending, saying so, until someone cancels it."""
 
     def backoff(self, retry: int) -> float:
         """How long retry number ``retry`` (1 for the first) waits after the failure."""

@@ -15,6 +15,7 @@ from typing import Any
 
 from federation import keys
 from federation.clusters import ClusterService
+from federation.explain_waits import waiting_on, waits_summary
 from federation.jobs import JobRepository
 from federation.models import JobRecord, JobState
 from federation.store import Store, count_many
@@ -100,6 +101,9 @@ async def explain(
     out["cycle_time"] = status.get("time")
     out["projected_start"] = _projected_start(record, reservation, out["clusters"])
     out["summary"] = _summary(record, reasons, reservation, out, clusters.clock.now())
+    if record.after:
+        out["dependencies"] = await waiting_on(store, record)
+        out["summary"] = waits_summary(out["dependencies"]) or out["summary"]
     return out
 
 

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from federation.api.admission import JoinedClusters
+from federation.api.dependencies import resolve as resolve_dependencies
 from federation.api.deps import Caller, State, audited, read_document
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid, summary
 from federation.api.schema import JobBatch, request_body
@@ -160,6 +161,7 @@ async def submit(
         manifests.append(manifest)
     now = state.clock.now()
     expanded = [expand(manifest, owner, now) for manifest in manifests]
+    await resolve_dependencies(state.store, state.jobs, manifests, expanded, owner, prefixes)
     if not allow_unschedulable:
         joined = await JoinedClusters.read(state.clusters)
         for elements, prefix in zip(expanded, prefixes, strict=True):

@@ -97,6 +97,15 @@ class Update(Asked):
 
 
 @dataclass(frozen=True, slots=True)
+class DependencyUnmet:
+    """A queued job waits on a dependency that can never be met (``reason`` says which): it ends
+    Cancelled, or with ``cancel`` False (``jobs.killInvalidDepend: false``) stays queued saying so."""
+
+    reason: str
+    cancel: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """How a run that failed for its own reasons is retried: at most ``limit`` times, the n-th after
     ``backoff(n)`` seconds."""
@@ -124,7 +133,20 @@ class AgentUpdate:
     final: bool = False  # a failure that running again would only repeat (walltime exceeded)
 
 
-Event = Dispatch | Mark | Reclaim | ClusterLost | NotAdmitted | Cancel | Hold | Release | Requeue | Update | AgentUpdate
+Event = (
+    Dispatch
+    | Mark
+    | Reclaim
+    | ClusterLost
+    | NotAdmitted
+    | Cancel
+    | Hold
+    | Release
+    | Requeue
+    | Update
+    | DependencyUnmet
+    | AgentUpdate
+)
 
 # ---- effects -----------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from federation.lifecycle.events import (
     Assign,
     Cancel,
     ClusterLost,
+    DependencyUnmet,
     DropStopOrder,
     Effect,
     Event,
@@ -82,6 +83,12 @@ MOVES: dict[str, Move] = {
         _row("update", {P, R, U}, {P, R, U}, "priority, queue or walltime changed; its place in line follows"),
         _row("requeue (on a cluster)", {D, A, X}, {D, A, X}, "requeue requested; stop order (back to the queue)"),
         _row("requeue", {F, C}, {P}, "back to the queue: attempt + 1, not a retry"),
+        _row(
+            "dependency never met",
+            {P, R, U},
+            {C, P, R, U},
+            "Cancelled with the reason; stays queued saying so if jobs.killInvalidDepend is false",
+        ),
         _row("admitted", {D}, {A}, "assignment dropped"),
         _row("running", {D, A}, {X}, "assignment dropped; usage starts"),
         _row("succeeded", {D, A, X}, {S}, "orders dropped; usage stops"),
@@ -146,6 +153,11 @@ def transition(record: JobRecord, event: Event, now: float) -> Outcome | None:
         return _requeue_asked(record, event, now)
     if isinstance(event, Update):
         return _update(record, event, now)
+    if isinstance(event, DependencyUnmet):
+        _allow("dependency never met", record)
+        if event.cancel:
+            return Outcome(_move(record, C, now, event.reason, end_time=now), ())
+        return None if record.reason == event.reason else Outcome(_move(record, record.state, now, event.reason), ())
     if isinstance(event, Reclaim):
         _allow("reclaim", record)
         if record.evicting or record.cancel_requested or record.requeue_requested:

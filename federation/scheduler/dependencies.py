@@ -4,7 +4,7 @@
 pending index: no cycle, no demand) while it waits; each job's end, as the watch brings it, costs
 only the waits on that job (``ended``), which returns the jobs it frees. A wait that can never be met
 moves its job to ``unmet``, for the leader to act on (``take_unmet``: cancel it or say why it waits,
-as ``dependencies.killInvalid`` says); such a job stays blocked. Nothing here rescans the queue.
+as ``jobs.killInvalidDepend`` says); such a job stays blocked. Nothing here rescans the queue.
 The rule of when a wait is met is ``federation.dependencies``'; this module only counts.
 """
 

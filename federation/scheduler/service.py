@@ -28,7 +28,7 @@ from federation.collector import keep_long_lived
 from federation.config import FederationConfig
 from federation.jobs import Change
 from federation.leader import LeaderElection
-from federation.lifecycle import ClusterLost, Dispatch, Event, NotAdmitted, Reclaim, usage
+from federation.lifecycle import ClusterLost, DependencyUnmet, Dispatch, Event, NotAdmitted, Reclaim, usage
 from federation.models import JobRecord, QueueTree, QueueTreeConfig
 from federation.models.cluster import ClusterRecord, LatestReport
 from federation.reports.source import queue_half_lives
@@ -105,6 +105,7 @@ class SchedulerService:
         replayed = self.leading and await self.feed.replay(applied, lambda: snapshot.revision)
         for kv in snapshot.kvs:
             self._apply_kv(state, kv)
+        state.settle()
         if self.leading and not replayed:
             await self.feed.catch_up(state, counted, applied)
         # The loaded state lives as long as the process follows the store: keep it out of the cyclic
@@ -311,6 +312,7 @@ class SchedulerService:
         now = self.clock.now()
         await self._requeue_lost(now)
         await self._requeue_not_admitted(now)
+        await self._unmet_dependencies(now)
         plan = self.scheduler.plan(self.state, self.accountant.usage(now), self._conf(now))
         dispatches = self._changes([(job_id, Dispatch(cluster)) for job_id, cluster in plan.dispatches], now)
         evictions = self._changes([(job_id, Reclaim(reason)) for job_id, _cluster, reason in plan.evictions], now)
@@ -380,6 +382,17 @@ class SchedulerService:
                 cluster = took[change.record.id]
                 self.metrics.not_admitted.labels(cluster=cluster).inc()
                 log.warning("requeued a job its cluster did not admit", job_id=change.record.id, cluster=cluster)
+
+    async def _unmet_dependencies(self, now: float) -> None:
+        """Jobs whose dependency can never be met: Cancelled with why (or, ``jobs.killInvalidDepend``
+        false, kept Pending saying so)."""
+        assert self.state is not None
+        cancel = self.config.jobs.kill_invalid_depend
+        unmet = self.state.dependencies.take_unmet()
+        changes = self._changes([(job_id, DependencyUnmet(why, cancel)) for job_id, why in unmet], now)
+        if changes:
+            landed = await self._commit(changes)
+            log.info("jobs whose dependency can never be met", jobs=len(landed), cancelled=cancel)
 
     async def _commit(self, changes: list[Change]) -> list[Change]:
         """Commit, and account for what landed (the watch skips our own commits)."""
