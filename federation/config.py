@@ -148,6 +148,8 @@ class ApiLimits(_Section):
     """Jobs per ``GET /v1/jobs`` page when the request gives no ``limit``."""
     list_scan_limit: Integer = Field(10_000, alias="listScanLimit", gt=0)
     """Index keys one ``GET /v1/jobs`` reads at most: bounds a filtered page's work, not its size."""
+    max_watches_per_tenant: Integer = Field(16, alias="maxWatchesPerTenant", gt=0, le=10_000)
+    """Job event streams (``watch=true``) one tenant (or admin) may hold open at once on one replica."""
     max_record_bytes: Bytes = Field(256 * KIB, alias="maxRecordBytes", le=MIB)
     """One job's stored record at submit, well under etcd's 1.5 MiB request limit: room is left for the
     events a record gathers while it runs, and a txn of several records stays one request."""

@@ -10,7 +10,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from federation.api import routes_admin, routes_clusters, routes_jobs, routes_reports, routes_tokens
+from federation.api import routes_admin, routes_clusters, routes_jobs, routes_reports, routes_tokens, routes_watch
 from federation.api.deps import Caller
 from federation.api.errors import ERROR_RESPONSES, install_error_handlers
 from federation.api.schema import DocumentedApp
@@ -25,6 +25,7 @@ from federation.models import QueueTreeConfig
 from federation.quotas import QuotaLedger, StoreBudget
 from federation.store import Store
 from federation.submits import Submits
+from federation.watch import WatchLimiter
 from policies.clock import Clock, SystemClock
 
 
@@ -54,6 +55,7 @@ def create_app(
         budget=StoreBudget(store, clock, config.store.budget_bytes),
         usage=QuotaLedger(store, clock),
         submits=Submits(store, clock),
+        watches=WatchLimiter(config.api.max_watches_per_tenant),
     )
 
     @asynccontextmanager
@@ -65,6 +67,7 @@ def create_app(
     app = DocumentedApp(title="fedq", version="0.1.0", lifespan=lifespan)
     app.state.fedq = state
     install_error_handlers(app)
+    app.include_router(routes_watch.router)
     app.include_router(routes_jobs.router)
     app.include_router(routes_admin.router)
     app.include_router(routes_tokens.router)

@@ -13,6 +13,7 @@ from federation.api.admission import JoinedClusters
 from federation.api.dependencies import resolve as resolve_dependencies
 from federation.api.deps import Caller, State, audited, read_document
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid, summary
+from federation.api.routes_watch import STREAM_RESPONSES, EventStream, WatchRequest, watch_listing, watch_request
 from federation.api.schema import JobBatch, request_body
 from federation.api.views import Cancelled, Explanation, JobPage, Submitted
 from federation.auth import Principal, Role
@@ -23,6 +24,7 @@ from federation.models import JobManifest, JobRecord, JobState, QueueTree
 from federation.quotas import OverQuota, check_quota, usage_of
 from federation.submits import MAX_KEY_LENGTH, InProgress, KeyReused, OutcomeUnknown
 from federation.submits import Request as SubmitRequest
+from federation.watch import Listing
 from policies.units import format_duration
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], responses=ERROR_RESPONSES)
@@ -288,20 +290,22 @@ def _resume_after(token: str, filters: tuple[str | None, str | None, str | None]
     return cursor.after
 
 
-@router.get("", response_model=JobPage)
+@router.get("", response_model=JobPage, responses=STREAM_RESPONSES)
 async def list_jobs(
     state: State,
     who: Caller,
+    stream: Annotated[WatchRequest, Depends(watch_request)],
     job_state: Annotated[JobState | None, Query(alias="state")] = None,
     queue: str | None = None,
     tenant: str | None = None,
     limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
     token: Annotated[str | None, Query(alias="continue")] = None,
-) -> dict[str, Any]:
+) -> dict[str, Any] | EventStream:
     """A page in index key order (state, queue, id), read from where the previous page stopped.
 
     A page reads at most ``api.listScanLimit`` index keys, so a page may be shorter than ``limit``
-    (even empty) while ``continue`` is set: follow it until it is null.
+    (even empty) while ``continue`` is set: follow it until it is null. ``watch=true``: instead, a stream
+    of the listing's changes (``routes_watch``).
     """
     if who.role is Role.TENANT:
         if tenant not in (None, who.name):
@@ -310,6 +314,9 @@ async def list_jobs(
     elif not who.is_admin:
         raise ApiError(403, f"a {who.role.value} token cannot list jobs")
     listed = job_state.value if job_state else None
+    if stream.watch:
+        paged = limit is not None or token is not None
+        return await watch_listing(state, who, stream, Listing(listed, queue, tenant), paged=paged)
     ranges = index_ranges(listed, queue)
     after = None if token is None else _resume_after(token, (listed, queue, tenant), ranges)
     page = await state.jobs.summary_page(

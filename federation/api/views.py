@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from federation.lifecycle.states import JobEvent
+
 
 class _View(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -141,3 +143,12 @@ class Health(_View):
     ok: bool
     revision: int
     leader: bool | None
+
+
+class JobHistory(_View):
+    """``GET /v1/jobs/{id}/events`` without ``watch``: the history as of ``revision`` (a stream resumes after it)."""
+
+    id: str
+    revision: int
+    state: str
+    events: list[JobEvent]

@@ -60,7 +60,7 @@ async def serving(
     async with httpx.AsyncClient(transport=transport, base_url="http://fedq") as http:
         response = await http.put("/v1/queues", json=QUEUES, headers={"Authorization": f"Bearer {ADMIN}"})
         assert response.status_code == 200, response.text
-        yield Api(http, store, clock, tokens)
+        yield Api(http, store, clock, tokens, app)
 
 
 @pytest.fixture

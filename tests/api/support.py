@@ -22,6 +22,8 @@ class Api:
     store: Store
     clock: ManualClock
     tokens: dict[str, str]
+    app: Any = None
+    """The ASGI app, for tests that serve it over a socket (streams: httpx's ASGI transport buffers whole answers)."""
 
     def auth(self, who: str) -> dict[str, str]:
         return bearer(self.tokens[who])
