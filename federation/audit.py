@@ -43,7 +43,7 @@ class AuditLog:
         line = {
             "time": now,
             "at": format_time(now),
-            "who": f"{who.role.value}/{who.name}",
+            "who": who.display,
             "token": who.token_id,
             "action": action,
             "target": dict(target),

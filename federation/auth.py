@@ -55,6 +55,11 @@ class Principal:
     def is_admin(self) -> bool:
         return self.role is Role.ADMIN
 
+    @property
+    def display(self) -> str:
+        """``role/name``, as the audit log and a job's history (who holds it) name the caller."""
+        return f"{self.role.value}/{self.name}"
+
 
 class TokenRecord(BaseModel):
     """What the store keeps under a token's digest (records from before expiry existed lack the times)."""

@@ -10,7 +10,15 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from federation.api import routes_admin, routes_clusters, routes_jobs, routes_reports, routes_tokens, routes_watch
+from federation.api import (
+    routes_actions,
+    routes_admin,
+    routes_clusters,
+    routes_jobs,
+    routes_reports,
+    routes_tokens,
+    routes_watch,
+)
 from federation.api.deps import Caller
 from federation.api.errors import ERROR_RESPONSES, install_error_handlers
 from federation.api.schema import DocumentedApp
@@ -69,6 +77,7 @@ def create_app(
     install_error_handlers(app)
     app.include_router(routes_watch.router)
     app.include_router(routes_jobs.router)
+    app.include_router(routes_actions.router)
     app.include_router(routes_admin.router)
     app.include_router(routes_tokens.router)
     app.include_router(routes_clusters.router)

@@ -19,7 +19,7 @@ from federation.api.views import Cancelled, Explanation, JobPage, Submitted
 from federation.auth import Principal, Role
 from federation.explain import explain
 from federation.jobs import Conflict, NotFound, StoredJob, expand, index_ranges
-from federation.lifecycle import Cancel
+from federation.lifecycle import Cancel, Hold, transition
 from federation.models import JobManifest, JobRecord, JobState, QueueTree
 from federation.quotas import OverQuota, check_quota, usage_of
 from federation.submits import MAX_KEY_LENGTH, InProgress, KeyReused, OutcomeUnknown
@@ -134,13 +134,17 @@ async def submit(
     who: Caller,
     tenant: str | None = None,
     allow_unschedulable: Annotated[bool, Query(alias="allowUnschedulable")] = False,
+    hold: bool = False,
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", description=KEY_HELP)] = None,
 ) -> dict[str, Any]:
-    """``allowUnschedulable=true`` accepts a job no joined cluster could run (it waits Unschedulable)."""
+    """``allowUnschedulable=true`` accepts a job no joined cluster could run (it waits Unschedulable);
+    ``hold=true`` submits it held (it waits in line until released)."""
     doc = await read_document(request, state.config.api.max_body_bytes)
     owner = _submitting_tenant(who, tenant)
     key = _checked_key(idempotency_key)
-    attempt = SubmitRequest.of(owner, key, doc, {"allowUnschedulable": allow_unschedulable})
+    attempt = SubmitRequest.of(
+        owner, key, doc, {"allowUnschedulable": allow_unschedulable, **({"hold": True} if hold else {})}
+    )
     try:
         replayed = await state.submits.replay(attempt)
     except (KeyReused, InProgress) as exc:
@@ -152,18 +156,14 @@ async def submit(
     if tree is None:
         raise ApiError(409, "the federation has no queues yet: an admin must run `fedq queues apply FILE`")
     prefixes = [f"jobs[{number}]." if bulk else "" for number in range(len(documents))]
-    manifests = []
-    for document, prefix in zip(documents, prefixes, strict=True):
-        _tenant_in_spec(document, prefix)
-        try:
-            manifest = JobManifest.model_validate(document)
-        except ValidationError as exc:
-            raise invalid(exc, "job spec", prefix.rstrip("."), JobManifest) from None
-        _check_against_tree(manifest, owner, tree, state, prefix)
-        manifests.append(manifest)
+    manifests = [
+        validated(document, owner, tree, state, prefix) for document, prefix in zip(documents, prefixes, strict=True)
+    ]
     now = state.clock.now()
     expanded = [expand(manifest, owner, now) for manifest in manifests]
     await resolve_dependencies(state.store, state.jobs, manifests, expanded, owner, prefixes)
+    if hold:
+        expanded = [[held(record, who, now) for record in elements] for elements in expanded]
     if not allow_unschedulable:
         joined = await JoinedClusters.read(state.clusters)
         for elements, prefix in zip(expanded, prefixes, strict=True):
@@ -203,6 +203,24 @@ async def submit(
     for queue, count in Counter(record.queue for record in records).items():
         state.metrics.submitted.labels(queue=queue).inc(count)
     return answer
+
+
+def validated(document: Any, owner: str, tree: QueueTree, state: State, prefix: str = "") -> JobManifest:
+    """A job spec checked as every submit checks it: strictly, and against the queue tree for ``owner``
+    (also an update's, of the job's spec with the change)."""
+    _tenant_in_spec(document, prefix)
+    try:
+        manifest = JobManifest.model_validate(document)
+    except ValidationError as exc:
+        raise invalid(exc, "job spec", prefix.rstrip("."), JobManifest) from None
+    _check_against_tree(manifest, owner, tree, state, prefix)
+    return manifest
+
+
+def held(record: JobRecord, who: Principal, now: float) -> JobRecord:
+    """A new job submitted held (``?hold=true``): its history says so from the start."""
+    outcome = transition(record, Hold(who.display), now)
+    return record if outcome is None else outcome.record
 
 
 def _checked_key(key: str | None) -> str | None:
