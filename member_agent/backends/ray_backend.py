@@ -10,8 +10,8 @@
   sees it end; then the actor is killed and, once its whole gang is done, the placement group removed.
   After ``poll`` has handed out a run's final status the backend forgets the run, so a long-lived
   agent does not accumulate them; ``tasks`` lists the live runs and the ended, not yet polled ones.
-- ``nodes`` reads Ray's own views: totals from ``ray.nodes()``, availability per node from Ray's
-  developer API; used = total - available, placement-group reservations included.
+- ``nodes`` reads Ray's public views only (``ray_capacity``): totals from ``ray.nodes()``, use per
+  node from the placement groups' bundles, and the cluster's available resources for the rest.
 
 Not thread-safe: the agent calls it from one worker thread.
 """
@@ -26,14 +26,14 @@ from typing import Any
 import ray
 import ray.cloudpickle
 from ray import PlacementGroupID
-from ray._private.state import available_resources_per_node
 from ray.exceptions import RayError
 from ray.util.placement_group import PlacementGroup, placement_group, placement_group_table, remove_placement_group
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy, PlacementGroupSchedulingStrategy
 
 from member_agent.backends import ray_runner
 from member_agent.backends.base import JobRejected, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskReport
-from member_agent.backends.ray_resources import RayRequest, from_ray, to_ray
+from member_agent.backends.ray_capacity import node_usage
+from member_agent.backends.ray_resources import RayRequest, to_ray
 from member_agent.backends.ray_runner import RunInfo, RunState, TaskRunner
 from policies.clock import Clock, SystemClock
 
@@ -100,23 +100,18 @@ class RayBackend:
         return cls(address=settings.get("address"), clock=clock)
 
     def nodes(self) -> list[NodeView]:
-        available = available_resources_per_node()
-        views = []
-        for node in ray.nodes():
-            if not node.get("Alive"):
-                continue
-            node_id = node["NodeID"]
-            total = from_ray(node.get("Resources", {}))
-            free = from_ray(available.get(node_id, {}))
-            views.append(
-                NodeView(
-                    name=node_id,
-                    allocatable=total,
-                    used={r: max(0.0, amount - free.get(r, 0.0)) for r, amount in total.items()},
-                    labels={**node.get("Labels", {}), NODE_ID_LABEL: node_id},
-                )
+        listed = ray.nodes()
+        totals, used = node_usage(listed, placement_group_table(), ray.available_resources())
+        labels = {node["NodeID"]: node.get("Labels", {}) for node in listed}
+        return [
+            NodeView(
+                name=node_id,
+                allocatable=total,
+                used={r: min(amount, used[node_id].get(r, 0.0)) for r, amount in total.items()},
+                labels={**labels.get(node_id, {}), NODE_ID_LABEL: node_id},
             )
-        return views
+            for node_id, total in totals.items()
+        ]
 
     def launch(self, gang: Sequence[TaskLaunch]) -> None:
         requests = self._check_gang(gang)
