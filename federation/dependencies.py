@@ -101,28 +101,21 @@ def by_name(manifests: Sequence[JobManifest], prefixes: Sequence[str]) -> dict[s
     return seen
 
 
-def refuse_cycles(manifests: Sequence[JobManifest], names: dict[str, int], prefixes: Sequence[str]) -> None:
-    """A request whose jobs wait on each other in a ring (or one on itself) is refused, naming the ring.
-
-    Only ``name`` references can close one: a stored job's dependencies were fixed when it was
-    submitted, before the new jobs had ids, so no path through a stored job leads back here."""
-    edges = [[names[d.name] for d in m.spec.depends_on if d.name is not None] for m in manifests]
+def find_cycle(edges: Sequence[Sequence[int]]) -> list[int] | None:
+    """A ring in the graph ``edges`` (node -> the nodes it waits on), as its nodes with the first
+    repeated at the end, or None. Iterative depth-first search: a long chain does not recurse."""
     done: set[int] = set()
-    for start in range(len(manifests)):
+    for start in range(len(edges)):
         path: list[int] = []
-        stack: list[tuple[int, int]] = [(start, 0)]  # (job, next edge to follow)
         on_path: set[int] = set()
+        stack: list[tuple[int, int]] = [(start, 0)]  # (node, next edge to follow)
         while stack:
             node, edge = stack.pop()
             if edge == 0:
                 if node in done:
                     continue
                 if node in on_path:
-                    ring = [manifests[n].metadata.name for n in path[path.index(node) :]] + [
-                        manifests[node].metadata.name
-                    ]
-                    field = f"{prefixes[path[-1]]}spec.dependsOn"
-                    raise DependencyError(field, f"dependency cycle: {' -> '.join(ring)}; a job cannot wait on itself")
+                    return [*path[path.index(node) :], node]
                 path.append(node)
                 on_path.add(node)
             if edge < len(edges[node]):
@@ -132,6 +125,19 @@ def refuse_cycles(manifests: Sequence[JobManifest], names: dict[str, int], prefi
                 path.pop()
                 on_path.discard(node)
                 done.add(node)
+    return None
+
+
+def refuse_cycles(manifests: Sequence[JobManifest], names: dict[str, int], prefixes: Sequence[str]) -> None:
+    """A request whose jobs wait on each other in a ring (or one on itself) is refused, naming the ring.
+
+    Only ``name`` references can close one: a stored job's dependencies were fixed when it was
+    submitted, before the new jobs had ids, so no path through a stored job leads back here."""
+    ring = find_cycle([[names[d.name] for d in m.spec.depends_on if d.name is not None] for m in manifests])
+    if ring is not None:
+        shown = " -> ".join(manifests[n].metadata.name for n in ring)
+        field = f"{prefixes[ring[-2]]}spec.dependsOn"
+        raise DependencyError(field, f"dependency cycle: {shown}; a job cannot wait on itself")
 
 
 def waits_of(

@@ -36,6 +36,7 @@ from federation.lifecycle import (
     Assign,
     Cancel,
     ClusterLost,
+    DependencyUnmet,
     Dispatch,
     Event,
     IllegalTransition,
@@ -53,6 +54,7 @@ from federation.lifecycle import (
 )
 from federation.models import JobRecord, JobState, QueueTree
 from federation.models.cluster import Assignment, Cancellation, StatusUpdate
+from federation.models.dependency import Wait
 from federation.scheduler.conf import global_conf
 from federation.scheduler.cycle import CyclePlan, GlobalScheduler
 from federation.scheduler.marks import marks
@@ -181,6 +183,7 @@ class Engine:
             if self._heartbeats:  # every report is a heartbeat: the clusters still heard from stay alive
                 self._report(self.clock.now())
                 stale |= self._requeue_lost()
+            stale |= self._unmet_dependencies()
             moved = 0
             if stale and len(self.state.pending):
                 moved, stale = self._global_cycle()
@@ -213,6 +216,7 @@ class Engine:
             queue=sim.spec.queue,
             priority=sim.spec.priority,
             spec=sim.spec,
+            after=[Wait(job=self._by_sim_id[str(d.job)], condition=d.condition) for d in sim.depends_on],
             submit_time=sim.submit,
             events=[submitted(sim.submit)],
         )
@@ -267,6 +271,20 @@ class Engine:
                 job.start, job.cluster = None, ""
                 self._upsert(job)
         return any(outcome is not None for _, outcome in outcomes)
+
+    def _unmet_dependencies(self) -> bool:
+        """As the service does each cycle: jobs whose dependency can never be met are Cancelled (or,
+        ``jobs.killInvalidDepend`` false, say so and wait)."""
+        moved = False
+        for job_id, why in self.state.dependencies.take_unmet():
+            job = self.jobs[job_id]
+            outcome = self._move(job, DependencyUnmet(why, self.config.jobs.kill_invalid_depend))
+            moved |= outcome is not None
+            if outcome is not None and outcome.record.state.terminal:
+                self._ended(job)
+            elif outcome is not None:
+                self._upsert(job)
+        return moved
 
     def _plan(self) -> CyclePlan:
         """The global cycle on up-to-date capacity reports and the accountant's usage now."""
@@ -405,6 +423,7 @@ class Engine:
         """The job's record reached a terminal state: its outcome, with why unless it succeeded."""
         record = job.record
         self._finish(job, record.state.value, "" if record.state is JobState.SUCCEEDED else record.reason)
+        self._upsert(job)  # its end, for the jobs that depend on it (the state keeps only its id and end)
 
     def _finish(self, job: JobProgress, state: str, reason: str) -> None:
         """The job is done (or was never taken): it leaves the federation's state with its outcome."""
@@ -424,6 +443,8 @@ class Engine:
             job = self.jobs[job_id]
             known = reasons.get(job_id)
             why = known[-1].message if known else f"dispatched to {job.record.cluster}, never started there"
+            if job.record.after and job_id in self.state.blocked:
+                why = "its dependencies were never met"
             self._finish(job, "Unschedulable", f"still waiting when nothing else could happen: {why}")
 
     # ---- output ------------------------------------------------------------------------------

@@ -15,7 +15,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from federation.config import FederationConfig, load_yaml_file
+from federation.dependencies import find_cycle
 from federation.models import JobSpecBody, QueueConfig, QueueTreeConfig
+from federation.models.dependency import Dependency
 from federation.models.job import _check_labels
 from member_agent.backends.base import NodeView
 from member_agent.backends.simulated import nodes_from_groups
@@ -35,6 +37,8 @@ class SimJob:
     submit: float
     runtime: float
     spec: JobSpecBody
+    depends_on: list[Dependency] = field(default_factory=list)
+    """On other jobs of the scenario, by their ``id`` (``job: ID``): the production rule decides."""
 
 
 @dataclass(slots=True)
@@ -108,6 +112,8 @@ class JobEntry(JobSpecBody):
     def _no_array(self) -> JobEntry:
         if self.array is not None:
             raise ValueError("a scenario job cannot be an array: list each job")
+        if any(d.job is None or d.condition == "aftercorr" for d in self.depends_on):
+            raise ValueError("dependsOn in a scenario names another job by its id: {job: ID, condition: afterok|...}")
         return self
 
     def build(self) -> SimJob:
@@ -126,7 +132,7 @@ class JobEntry(JobSpecBody):
             tasks=tasks,
             array=None,
         )
-        return SimJob(self.id, self.tenant, self.submit, self.runtime, spec)
+        return SimJob(self.id, self.tenant, self.submit, self.runtime, spec, list(self.depends_on))
 
 
 class ActionEntry(_Strict):
@@ -170,6 +176,14 @@ class ScenarioFile(_Strict):
                     raise ValueError(f"duplicate {what} name {name!r}")
                 seen.add(name)
         jobs, clusters = {j.id for j in self.jobs}, {c.name for c in self.clusters}
+        for n, entry in enumerate(self.jobs):
+            for d, dependency in enumerate(entry.depends_on):
+                if dependency.job not in jobs:
+                    raise ValueError(f"jobs[{n}].dependsOn[{d}].job: no job {dependency.job!r} in the scenario")
+        numbers = {j.id: n for n, j in enumerate(self.jobs)}
+        ring = find_cycle([[numbers[str(d.job)] for d in j.depends_on] for j in self.jobs])
+        if ring is not None:
+            raise ValueError(f"dependency cycle: {' -> '.join(self.jobs[n].id for n in ring)}")
         for n, action in enumerate(self.actions):
             if action.cancel is not None and action.cancel not in jobs:
                 raise ValueError(f"actions[{n}].cancel: no job {action.cancel!r} in the scenario")
