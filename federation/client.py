@@ -88,11 +88,13 @@ class FedqClient:
         tenant: str | None = None,
         allow_unschedulable: bool = False,
         idempotency_key: str | None = None,
+        hold: bool = False,
     ) -> dict[str, Any]:
         """``allow_unschedulable``: accept a job no joined cluster could run (for clusters yet to join).
+        ``hold``: submit it held (it waits in line until ``release``).
         ``idempotency_key``: a new one per call by default; pass the same one again to retry a call whose
         answer was lost: the server answers the first result and creates nothing new."""
-        params = _submit_params(tenant, allow_unschedulable)
+        params = _submit_params(tenant, allow_unschedulable, hold)
         headers = _idempotency(idempotency_key)
         result: dict[str, Any] = self.request("POST", "/v1/jobs", body=spec, params=params, headers=headers)
         return result
@@ -104,9 +106,10 @@ class FedqClient:
         tenant: str | None = None,
         allow_unschedulable: bool = False,
         idempotency_key: str | None = None,
+        hold: bool = False,
     ) -> list[str]:
         """All of ``specs`` or none of them, however many txns they take (see ``submit`` for the key)."""
-        params = _submit_params(tenant, allow_unschedulable)
+        params = _submit_params(tenant, allow_unschedulable, hold)
         headers = _idempotency(idempotency_key)
         result = self.request("POST", "/v1/jobs", body={"jobs": specs}, params=params, headers=headers)
         return list(result["ids"])
@@ -129,6 +132,23 @@ class FedqClient:
 
     def cancel(self, job_id: str) -> dict[str, Any]:
         result: dict[str, Any] = self.request("DELETE", f"/v1/jobs/{job_id}")
+        return result
+
+    def act(self, job_id: str, action: str) -> dict[str, Any]:
+        """``hold``, ``release`` or ``requeue`` one job: its state and reason after, and whether it changed."""
+        result: dict[str, Any] = self.request("POST", f"/v1/jobs/{job_id}/{action}")
+        return result
+
+    def update(self, job_id: str, **changes: Any) -> dict[str, Any]:
+        """Change a queued job's ``priority``, ``queue`` or ``walltime`` (checked as a submit is)."""
+        result: dict[str, Any] = self.request("PATCH", f"/v1/jobs/{job_id}", body=changes)
+        return result
+
+    def act_on_many(self, action: str, **selector: Any) -> dict[str, Any]:
+        """``cancel``, ``hold``, ``release`` or ``requeue`` the jobs of ``ids``, an ``array``, or of
+        ``state``/``queue``/``tenant``: how many matched, changed, were already so, and were refused."""
+        body = {key: value for key, value in selector.items() if value is not None}
+        result: dict[str, Any] = self.request("POST", "/v1/jobs/actions", body={"action": action, **body})
         return result
 
     def queues(self) -> dict[str, Any]:
@@ -192,5 +212,5 @@ def _idempotency(key: str | None) -> dict[str, str]:
     return {"Idempotency-Key": key or str(uuid.uuid4())}
 
 
-def _submit_params(tenant: str | None, allow_unschedulable: bool) -> dict[str, Any]:
-    return {"tenant": tenant, "allowUnschedulable": "true" if allow_unschedulable else None}
+def _submit_params(tenant: str | None, allow_unschedulable: bool, hold: bool) -> dict[str, Any]:
+    return {"tenant": tenant, "allowUnschedulable": "true" if allow_unschedulable else None, "hold": hold or None}

@@ -1,5 +1,6 @@
-"""``fedq submit | jobs | job | cancel | explain``. Tables show times in the local zone with how long
-ago (or ahead) they are from ``args.now``, which the entry point reads once."""
+"""``fedq submit | jobs | job | explain`` (cancel and the other actions: ``federation.cli.actions``).
+Tables show times in the local zone with how long ago (or ahead) they are from ``args.now``, which the
+entry point reads once."""
 
 from __future__ import annotations
 
@@ -39,10 +40,14 @@ def cmd_submit(args: argparse.Namespace) -> int:
     docs = read_documents(args.file)
     with client_from(args) as client:
         if len(docs) == 1:
-            result = client.submit(docs[0], tenant=args.tenant, allow_unschedulable=args.allow_unschedulable)
+            result = client.submit(
+                docs[0], tenant=args.tenant, allow_unschedulable=args.allow_unschedulable, hold=args.hold
+            )
             ids = result.get("ids") or [result["id"]]
         else:
-            ids = client.submit_many(docs, tenant=args.tenant, allow_unschedulable=args.allow_unschedulable)
+            ids = client.submit_many(
+                docs, tenant=args.tenant, allow_unschedulable=args.allow_unschedulable, hold=args.hold
+            )
     emit({"ids": ids}, output_of(args), columns=["submitted"], rows=[[job_id] for job_id in ids])
     return 0
 
@@ -125,18 +130,6 @@ def cmd_job(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_cancel(args: argparse.Namespace) -> int:
-    with client_from(args) as client:
-        result = client.cancel(args.id)
-    emit(
-        result,
-        output_of(args),
-        columns=["ID", "STATE", "CANCEL REQUESTED"],
-        rows=[[result["id"], result["state"], result["cancel_requested"]]],
-    )
-    return 0
-
-
 def cmd_explain(args: argparse.Namespace) -> int:
     with client_from(args) as client:
         why = client.request("GET", f"/v1/jobs/{args.id}/explain")
@@ -173,6 +166,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
         action="store_true",
         help="accept jobs no joined cluster could run, to wait for a cluster that has not joined yet",
     )
+    submit.add_argument("--hold", action="store_true", help="submit held: they wait in line until `fedq release`")
     submit.set_defaults(func=cmd_submit)
 
     jobs = sub.add_parser("jobs", parents=[common], help="list jobs")
@@ -188,7 +182,3 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     explain = sub.add_parser("explain", parents=[common], help="why a job waits, and when it may start")
     explain.add_argument("id")
     explain.set_defaults(func=cmd_explain)
-
-    cancel = sub.add_parser("cancel", parents=[common], help="cancel a job")
-    cancel.add_argument("id")
-    cancel.set_defaults(func=cmd_cancel)
