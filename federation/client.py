@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import ssl
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 import httpx
@@ -71,15 +72,29 @@ class FedqClient:
                 method, path, content=content, params=clean, headers=headers, timeout=timeout or self._timeout
             )
         except httpx.HTTPError as exc:
-            hint = "; pass the CA that signed its certificate: --ca FILE or FEDQ_CA" if _UNTRUSTED in str(exc) else ""
-            raise FedqError(0, f"cannot reach the fedq server at {self.server}: {exc}{hint}") from None
+            raise self._unreachable(exc) from None
         if response.status_code >= 400:
-            try:
-                payload = response.json()
-            except ValueError:
-                payload = {"error": response.text or response.reason_phrase}
-            raise FedqError(response.status_code, str(payload.get("error", payload)), payload.get("fields"))
+            raise _refused(response)
         return response.json() if response.content else None
+
+    @contextlib.contextmanager
+    def stream(self, path: str, params: dict[str, Any], read_timeout: float) -> Iterator[Iterator[str]]:
+        """A streaming GET's lines, ``read_timeout`` the longest wait for the next byte; a refusal, a lost
+        connection or that wait passing raises ``FedqError`` as ``request`` does (status 0: not reached)."""
+        clean = {k: v for k, v in params.items() if v is not None}
+        timeout = httpx.Timeout(self._timeout, read=read_timeout)
+        try:
+            with self._http.stream("GET", path, params=clean, timeout=timeout) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise _refused(response)
+                yield response.iter_lines()
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from None
+
+    def _unreachable(self, exc: httpx.HTTPError) -> FedqError:
+        hint = "; pass the CA that signed its certificate: --ca FILE or FEDQ_CA" if _UNTRUSTED in str(exc) else ""
+        return FedqError(0, f"cannot reach the fedq server at {self.server}: {exc}{hint}")
 
     def submit(
         self,
@@ -129,6 +144,36 @@ class FedqClient:
     def job(self, job_id: str) -> dict[str, Any]:
         result: dict[str, Any] = self.request("GET", f"/v1/jobs/{job_id}")
         return result
+
+    def events(self, job_id: str, *, since: int | None = None) -> Iterator[dict[str, Any]]:
+        """The job's history, then each transition as it happens (``revision``: the store revision that
+        carried it; ``state``: the job's state after it), across reconnects and server restarts, each once
+        (``since``: resume after that revision instead). Ends when the job's record is removed."""
+        from federation.follow import job_events  # it builds on this module
+
+        return job_events(self, job_id, since=since)
+
+    async def aevents(self, job_id: str, *, since: int | None = None) -> AsyncIterator[dict[str, Any]]:
+        """``events`` as an async iterator (each read in a worker thread)."""
+        from federation.follow import in_thread
+
+        async for event in in_thread(self.events(job_id, since=since)):
+            yield event
+
+    def watch_jobs(self, **filters: Any) -> Iterator[dict[str, Any]]:
+        """A listing's changes as they happen (filters as ``jobs``): first ``{"revision"}`` (what it follows
+        from; list the jobs after it to start from a full picture), then ``{"revision", "changes": [{"type":
+        "put"|"delete", "job": summary}]}`` for each revision that changed it."""
+        from federation.follow import listing_changes
+
+        return (message.data for message in listing_changes(self, **filters))
+
+    def wait(self, ids: Iterable[str], timeout: float | None = None, *, tenant: str | None = None) -> dict[str, str]:
+        """Block until every job of ``ids`` has ended; answers each one's end state. ``TimeoutError`` past
+        ``timeout`` seconds; ``tenant``: an admin waiting on one tenant's jobs (fewer changes to read)."""
+        from federation.follow import wait
+
+        return wait(self, ids, timeout, tenant=tenant)
 
     def cancel(self, job_id: str) -> dict[str, Any]:
         result: dict[str, Any] = self.request("DELETE", f"/v1/jobs/{job_id}")
@@ -206,6 +251,14 @@ def _tls(ca: str | None, cert: tuple[str, str] | None) -> ssl.SSLContext | bool:
         files = ", ".join(name for name in (ca, *(cert or ())) if name)
         raise ValueError(f"cannot use the TLS files {files}: {exc}") from None
     return context
+
+
+def _refused(response: httpx.Response) -> FedqError:
+    try:
+        payload = response.json()
+    except ValueError:
+        payload = {"error": response.text or response.reason_phrase}
+    return FedqError(response.status_code, str(payload.get("error", payload)), payload.get("fields"))
 
 
 def _idempotency(key: str | None) -> dict[str, str]:

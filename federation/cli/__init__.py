@@ -1,5 +1,5 @@
 """The ``fedq`` command. Exit codes: 0 ok, 1 refused by the server or bad input, 2 usage,
-3 server unreachable or failing."""
+3 server unreachable or failing, 4 a job waited on (``submit --wait``, ``job --follow``) did not succeed."""
 
 from __future__ import annotations
 

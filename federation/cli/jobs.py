@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from federation.cli import watching
 from federation.cli.context import client_from, output_of
 from federation.cli.output import emit
 from federation.models.job import TaskSpec
@@ -48,36 +49,42 @@ def cmd_submit(args: argparse.Namespace) -> int:
             ids = client.submit_many(
                 docs, tenant=args.tenant, allow_unschedulable=args.allow_unschedulable, hold=args.hold
             )
-    emit({"ids": ids}, output_of(args), columns=["submitted"], rows=[[job_id] for job_id in ids])
-    return 0
+        if args.wait and output_of(args) != "table":
+            return watching.wait_for(client, ids, output_of(args), args.tenant)
+        emit({"ids": ids}, output_of(args), columns=["submitted"], rows=[[job_id] for job_id in ids])
+        return watching.wait_for(client, ids, "table", args.tenant) if args.wait else 0
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
     """Every matching job once, in id (= submit) order: the API pages in index order (state, queue,
     id), and a job that changed state while the pages were read is listed by its later read."""
     with client_from(args) as client:
+        if args.watch:
+            return watching.watch_table(client, args, output_of(args), JOB_COLUMNS, _job_rows)
         latest = {item["id"]: item for item in client.jobs(state=args.state, queue=args.queue, tenant=args.tenant)}
     items = [latest[job_id] for job_id in sorted(latest)]
-    emit(
-        {"items": items},
-        output_of(args),
-        columns=["ID", "NAME", "TENANT", "QUEUE", "STATE", "PRIO", "SUBMITTED", "CLUSTER", "REASON"],
-        rows=[
-            [
-                i["id"],
-                i["name"],
-                i["tenant"],
-                i["queue"],
-                i["state"],
-                i["priority"],
-                format_when(i["submit_time"], args.now, local=True),
-                i.get("cluster", ""),
-                i.get("reason", ""),
-            ]
-            for i in items
-        ],
-    )
+    emit({"items": items}, output_of(args), columns=JOB_COLUMNS, rows=_job_rows(items, args.now))
     return 0
+
+
+JOB_COLUMNS = ["ID", "NAME", "TENANT", "QUEUE", "STATE", "PRIO", "SUBMITTED", "CLUSTER", "REASON"]
+
+
+def _job_rows(items: list[dict[str, Any]], now: float) -> list[list[Any]]:
+    return [
+        [
+            i["id"],
+            i["name"],
+            i["tenant"],
+            i["queue"],
+            i["state"],
+            i["priority"],
+            format_when(i["submit_time"], now, local=True),
+            i.get("cluster", ""),
+            i.get("reason", ""),
+        ]
+        for i in items
+    ]
 
 
 _TIMES = (("submitted", "submit_time"), ("started", "start_time"), ("ended", "end_time"))
@@ -85,6 +92,8 @@ _TIMES = (("submitted", "submit_time"), ("started", "start_time"), ("ended", "en
 
 def cmd_job(args: argparse.Namespace) -> int:
     with client_from(args) as client:
+        if args.follow:
+            return watching.follow_job(client, args.id, output_of(args), args.now)
         job = client.job(args.id)
     if output_of(args) != "table":
         emit(job, output_of(args))
@@ -167,16 +176,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
         help="accept jobs no joined cluster could run, to wait for a cluster that has not joined yet",
     )
     submit.add_argument("--hold", action="store_true", help="submit held: they wait in line until `fedq release`")
+    submit.add_argument(
+        "--wait", action="store_true", help="block until the jobs end; exit 0 if all succeeded, 4 otherwise"
+    )
     submit.set_defaults(func=cmd_submit)
 
     jobs = sub.add_parser("jobs", parents=[common], help="list jobs")
     jobs.add_argument("--state")
     jobs.add_argument("--queue")
     jobs.add_argument("--tenant")
+    jobs.add_argument("--watch", action="store_true", help="a live table, changed as jobs change (Ctrl-C to stop)")
     jobs.set_defaults(func=cmd_jobs)
 
     job = sub.add_parser("job", parents=[common], help="show one job with its events")
     job.add_argument("id")
+    job.add_argument("--follow", action="store_true", help="print its events as they happen, until it ends")
     job.set_defaults(func=cmd_job)
 
     explain = sub.add_parser("explain", parents=[common], help="why a job waits, and when it may start")

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from federation.store import EtcdConnection
 
 ETCD_PASSWORD_ENV = "FEDQ_ETCD_PASSWORD"  # the etcd user's password: an env value, never a flag in ps
+SHUTDOWN_GRACE = 2
+"""Seconds a stopping server gives open requests to finish: job event streams never do, so they are
+cut then, and their clients resume on a replica or the restarted server."""
 
 
 def admin_token_from_env() -> tuple[str, bool]:
@@ -100,6 +103,7 @@ async def serve(args: argparse.Namespace) -> None:
             ssl_keyfile=args.tls_key,
             ssl_ca_certs=args.ca,
             ssl_cert_reqs=ssl.CERT_REQUIRED if args.ca else ssl.CERT_NONE,
+            timeout_graceful_shutdown=SHUTDOWN_GRACE,
         )
     )
     # uvicorn shuts down on SIGTERM, then raises it again; at the default action that kills the process

@@ -214,3 +214,23 @@ async def test_paging_a_watch_is_refused(api: Api) -> None:
     response = await api.http.get("/v1/jobs", params={"watch": "true", "limit": "5"}, headers=api.auth("alice"))
     assert response.status_code == 422
     assert response.json()["fields"][0]["field"] == "limit"
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "status"),
+    [
+        ("/v1/jobs/{theirs}/events", {}, 404),
+        ("/v1/jobs/{theirs}/events", {"watch": "true"}, 404),
+        ("/v1/jobs/{theirs}/events", {"watch": "true", "since": "1"}, 404),
+        ("/v1/jobs", {"watch": "true", "tenant": "bob"}, 403),
+    ],
+)
+async def test_tenant_isolation_another_tenants_job_events_are_out_of_reach(
+    api: Api, path: str, params: dict[str, str], status: int
+) -> None:
+    theirs = await submitted(api, "bob")
+    before = await api.store.revision()
+    response = await api.http.get(path.format(theirs=theirs), params=params, headers=api.auth("alice"))
+    assert response.status_code == status, response.text
+    assert theirs not in response.text or "not found" in response.json()["error"]
+    assert await api.store.revision() == before
