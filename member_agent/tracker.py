@@ -79,6 +79,7 @@ class LocalJob:
                         env={**task.env, "FEDQ_JOB_ID": self.job_id, "FEDQ_TASK_INDEX": str(index)},
                         walltime=self.spec.walltime,
                         runtime=task.runtime,
+                        runtime_env=self.spec.runtime_env,
                     )
                 )
         return launches

@@ -23,8 +23,10 @@ from pydantic import (
 
 from federation.lifecycle.states import JobEvent, JobState
 from federation.models.dependency import MAX_DEPENDENCIES, Dependency, Wait
+from federation.models.image import IMAGE, MAX_IMAGE, check_image, check_working_dir
 from federation.models.numbers import Integer, positive_seconds
 from federation.models.resources import Resources
+from federation.models.runtime_env import check_runtime_env
 from federation.models.stored import STORED, stored
 from policies import resources as res
 from policies.units import MAX_DURATION
@@ -78,6 +80,10 @@ class TaskSpec(StrictModel):
     env: dict[str, str] = Field(default_factory=dict)
     runtime: Duration | None = None
     """How long each task runs on a simulated backend; real backends run ``command`` instead."""
+    image: Annotated[str, documented_name(IMAGE, MAX_IMAGE)] | None = None
+    """The container image (Kubernetes); None: the cluster's ``kubernetes.defaultImage``."""
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = Field(None, alias="imagePullPolicy")
+    working_dir: str | None = Field(None, alias="workingDir", max_length=4096)
 
     @field_validator("name")
     @classmethod
@@ -96,6 +102,16 @@ class TaskSpec(StrictModel):
         if sum(len(part) for part in value) > MAX_COMMAND_BYTES:
             raise ValueError(f"command is longer than {MAX_COMMAND_BYTES} characters")
         return value
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return value if value is None or stored(info) else check_image(value)
+
+    @field_validator("working_dir")
+    @classmethod
+    def _working_dir(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return value if value is None or stored(info) else check_working_dir(value)
 
     @field_validator("env")
     @classmethod
@@ -140,6 +156,8 @@ class JobSpecBody(StrictModel):
     array: ArraySpec | None = None
     max_retries: Integer | None = Field(None, alias="maxRetries", ge=0, le=MAX_RETRIES)
     """Failed runs retried before the job ends Failed; None: the federation's ``jobs.maxRetries``."""
+    runtime_env: dict[str, Any] | None = Field(None, alias="runtimeEnv")
+    """Ray's runtime env for every task (Ray's schema, passed on unchanged); only Ray clusters run it."""
     depends_on: list[Dependency] = Field(default_factory=list, alias="dependsOn", max_length=MAX_DEPENDENCIES)
     """What the job waits for before it may be considered (``federation.dependencies``)."""
 
@@ -153,6 +171,13 @@ class JobSpecBody(StrictModel):
         if not _QUEUE_PATH.match(value):
             raise ValueError(f"invalid queue path {value!r}: dotted lower-case names like 'research.vision'")
         return value
+
+    @field_validator("runtime_env")
+    @classmethod
+    def _runtime_env(cls, value: dict[str, Any] | None, info: ValidationInfo) -> dict[str, Any] | None:
+        if stored(info) or value is None:
+            return value
+        return check_runtime_env(value)
 
     @field_validator("cluster_selector")
     @classmethod

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 
 class TaskPhase(str, Enum):
@@ -55,6 +55,7 @@ class TaskLaunch:
     env: dict[str, str] = field(default_factory=dict)
     walltime: float | None = None  # seconds; the backend kills the task when it overruns
     runtime: float | None = None  # simulated backend only: how long the task really runs
+    runtime_env: dict[str, Any] | None = None  # Ray backend only: Ray's runtime env, as the job gave it
 
     @property
     def task_id(self) -> str:

@@ -240,6 +240,7 @@ class RayBackend:
             memory=request.memory or None,
             resources=request.custom,
             scheduling_strategy=strategy,
+            runtime_env=launch.runtime_env,
         ).remote(info, list(launch.command), dict(launch.env), launch.walltime, self._log_tail_lines, self._stop_grace)
 
     def _undo(self, handles: list[Any], group: PlacementGroup | None) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -345,3 +346,25 @@ def test_runs_of_an_agent_killed_with_sigkill_survive_and_can_be_fenced(
     [fenced] = [s for s in backend.poll() if s.phase.terminal]
     assert (fenced.phase, fenced.reason) == (TaskPhase.KILLED, "fenced")
     eventually(lambda: not alive(pid), "the stale run's process gone")
+
+
+def test_a_runtime_env_gives_the_task_its_env_vars(backend: RayBackend, node: NodeView) -> None:
+    launch = task(node, "renv", ["sh", "-c", 'echo "stage=$STAGE"'], runtime_env={"env_vars": {"STAGE": "two"}})
+    backend.launch([launch])
+    done = poll_until(backend, terminal)[-1]
+    assert (done.phase, done.log_tail) == (TaskPhase.SUCCEEDED, "stage=two")
+
+
+def test_a_runtime_env_working_dir_runs_a_script_shipped_from_it(
+    backend: RayBackend, node: NodeView, tmp_path: Path
+) -> None:
+    # A job's code lives where the cluster can fetch it: here a zip on a filesystem every node mounts.
+    archive = tmp_path / "code.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr(
+            "code/step.py", "import os\nprint('ran', os.path.basename(__file__), 'in', os.getcwd() != '/')\n"
+        )
+    launch = task(node, "wdir", [sys.executable, "step.py"], runtime_env={"working_dir": archive.as_uri()})
+    backend.launch([launch])  # Ray unpacks the archive and starts the actor inside it
+    done = poll_until(backend, terminal)[-1]
+    assert (done.phase, done.log_tail) == (TaskPhase.SUCCEEDED, "ran step.py in True")
