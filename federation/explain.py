@@ -104,6 +104,13 @@ async def explain(
     if record.after:
         out["dependencies"] = await waiting_on(store, record)
         out["summary"] = waits_summary(out["dependencies"]) or out["summary"]
+    if record.held_by is not None:  # first: nothing else decides while it is held
+        out["held"] = {"by": record.held_by, "at": record.held_at}
+        out["projected_start"] = None
+        at = "" if record.held_at is None else f" at {format_when(record.held_at, clusters.clock.now())}"
+        out["summary"] = (
+            f"held by {record.held_by}{at}: it keeps its place in line; `fedq release {record.id}` lets it run"
+        )
     return out
 
 
