@@ -136,7 +136,8 @@ async def test_a_listing_stream_shows_jobs_entering_and_leaving_its_state_and_on
         ("put", mine, "Running")
     ]
     assert [(c["type"], c["job"]["id"]) for c in left.data["changes"]] == [("delete", mine)]
-    assert entered.id is not None and left.id is not None and start.id < entered.id < left.id
+    assert start.id is not None and entered.id is not None and left.id is not None
+    assert start.id < entered.id < left.id
 
 
 async def test_a_removed_record_ends_its_stream(live: tuple[Api, str]) -> None:
