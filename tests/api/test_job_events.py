@@ -15,6 +15,7 @@ import pytest
 import uvicorn
 
 from federation import keys, sse
+from federation.client import FedqClient
 from federation.jobs import JobRepository
 from federation.launcher import free_port
 from federation.models import JobState
@@ -235,3 +236,25 @@ async def test_tenant_isolation_another_tenants_job_events_are_out_of_reach(
     assert response.status_code == status, response.text
     assert theirs not in response.text or "not found" in response.json()["error"]
     assert await api.store.revision() == before
+
+
+async def test_the_client_waits_for_the_end_or_its_timeout_and_iterates_events_async(live: tuple[Api, str]) -> None:
+    api, url = live
+    jobs = JobRepository(api.store)
+    job_id = await submitted(api)
+    with FedqClient(url, api.tokens["alice"]) as client:
+        with pytest.raises(TimeoutError):
+            await asyncio.to_thread(client.wait, [job_id], 0.3)
+        waiting = asyncio.create_task(asyncio.to_thread(client.wait, [job_id], GUARD))
+        await jobflow.advance(jobs, job_id, JobState.RUNNING, START)
+        assert not waiting.done()
+        await jobflow.report(jobs, job_id, JobState.FAILED, START + 1, exit_code=2)
+        assert await waiting == {job_id: "Failed"}
+    with FedqClient(url, api.tokens["alice"]) as client:
+        seen = []
+        async with asyncio.timeout(GUARD):
+            async for event in client.aevents(job_id):
+                seen.append((event["from"], event["to"]))
+                if event["to"] == "Failed":
+                    break
+    assert seen == [(None, "Pending"), ("Pending", "Dispatched"), ("Dispatched", "Running"), ("Running", "Failed")]
