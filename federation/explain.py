@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from federation import keys
+from federation import capabilities, keys
 from federation.clusters import ClusterService
 from federation.explain_waits import waiting_on, waits_summary
 from federation.jobs import JobRepository
@@ -133,10 +133,11 @@ def _queue_reasons(status: dict[str, Any], queue: str) -> list[list[str]]:
 
 
 async def _matching_clusters(clusters: ClusterService, record: JobRecord, lost_after: float) -> list[dict[str, Any]]:
-    selector = record.spec.cluster_selector
+    selector = capabilities.selector(record.spec)
     found = []
     for cluster, latest in await clusters.all():
-        if all(cluster.labels.get(k) == v for k, v in selector.items()):
+        labels = capabilities.cluster_labels(cluster.labels, latest.honours if latest else ())
+        if all(labels.get(k) == v for k, v in selector.items()):
             ends = [end for _, _, end in latest.running if end is not None] if latest else []
             found.append(
                 {

@@ -17,9 +17,11 @@ from typing import Any
 
 import structlog
 
+from federation import capabilities
 from federation.client import FedqClient, FedqError
 from federation.models import JobState
 from federation.models.cluster import MAX_ITEMS_PER_REPORT, MAX_RUNNING_PER_REPORT, ClusterReport, ReportReply
+from member_agent.backends import honoured_fields
 from member_agent.backends.base import Backend, JobRejected, LaunchError
 from member_agent.capacity import summarise
 from member_agent.local_scheduler import LocalScheduler
@@ -57,6 +59,7 @@ class Agent:
         self.clock = clock
         self.report_interval = report_interval
         self.tracker = JobTracker(clock)
+        self.honours = sorted(honoured_fields(backend.name))  # reported: the federation sends nothing else
         self._reconciled = False
         self._launch_failures: dict[str, int] = {}
         self.log = log.bind(cluster=cluster)
@@ -161,6 +164,7 @@ class Agent:
             running=running,
             updates=self.tracker.outbox()[:MAX_ITEMS_PER_REPORT],
             known=None if self._reconciled else self.tracker.known(),
+            honours=self.honours,
         )
         self._sent_at = self.clock.now()
         return report
@@ -193,8 +197,16 @@ class Agent:
                 if job.launched:
                     self.backend.kill(job.job_id, job.epoch, order.reason)
         for assignment in reply.assignments:
-            if self.tracker.admit(assignment) is not None:
-                self.log.info("admitted", job_id=assignment.job_id, epoch=assignment.epoch)
+            job = self.tracker.admit(assignment)
+            if job is None:
+                continue
+            self.log.info("admitted", job_id=assignment.job_id, epoch=assignment.epoch)
+            missing = capabilities.unhonoured(assignment.spec, self.honours)
+            if missing:
+                # The federation sends no such job here; one dispatched before a report changed what this
+                # cluster honours would run wrong (an image ignored), so it fails instead of running.
+                fields = ", ".join(f"{name} ({path})" for name, path in missing.items())
+                self.tracker.fail(job, f"the {self.backend.name} backend of this cluster does not honour {fields}")
 
     def schedule(self) -> int | None:
         """Run the local session (only once reconciled after a restart) and launch what it placed;

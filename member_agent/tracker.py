@@ -79,6 +79,9 @@ class LocalJob:
                         env={**task.env, "FEDQ_JOB_ID": self.job_id, "FEDQ_TASK_INDEX": str(index)},
                         walltime=self.spec.walltime,
                         runtime=task.runtime,
+                        image=task.image,
+                        image_pull_policy=task.image_pull_policy,
+                        working_dir=task.working_dir,
                         runtime_env=self.spec.runtime_env,
                     )
                 )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
+from federation import capabilities
 from federation.clusters import ClusterService
 from federation.models import JobRecord
 from federation.models.resources import ALIASES, STANDARD_RESOURCES
@@ -50,7 +51,12 @@ class JoinedClusters:
 
     def refusals(self, record: JobRecord, prefix: str) -> Fields:
         """What of the job no joined cluster could ever run, by field; empty when it may wait for one."""
-        return self._unknown_resources(record, prefix) or self._misfit(record, prefix) or self._command(record, prefix)
+        return (
+            self._unknown_resources(record, prefix)
+            or self._unhonoured(record, prefix)
+            or self._misfit(record, prefix)
+            or self._command(record, prefix)
+        )
 
     def _unknown_resources(self, record: JobRecord, prefix: str) -> Fields:
         known = sorted(self.resources)
@@ -69,6 +75,27 @@ class JoinedClusters:
                     }
                 )
         return fields
+
+    def _unhonoured(self, record: JobRecord, prefix: str) -> Fields:
+        """A field (a task image, a runtimeEnv) that no cluster the job may run on honours. A cluster
+        that has not reported yet could honour anything."""
+        spec = record.spec
+        matching = self.state.matching(spec.cluster_selector)
+        if not matching or any(view.report_time is None for view in matching):
+            return []
+        missing = [capabilities.unhonoured(spec, view.honours) for view in matching]
+        if not all(missing):
+            return []
+        name, path = next(iter(missing[0].items()))
+        have = "; ".join(
+            f"{view.name} ({self.backends[view.name]}): {', '.join(sorted(view.honours)) or 'none'}"
+            for view in matching
+        )
+        message = (
+            f"no cluster this job may run on honours {name} (what each honours: {have}): remove it, or send the "
+            f"job to a cluster whose backend runs it with clusterSelector, {ESCAPE}"
+        )
+        return [{"field": prefix + path, "message": message}]
 
     def _misfit(self, record: JobRecord, prefix: str) -> Fields:
         why = self.state.never_fits(job_info(record))

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from federation.capabilities import FIELDS, refuses_labels
 from federation.lifecycle.events import AgentUpdate, RetryPolicy
 from federation.models.job import JobRecord, JobSpecBody, JobState, _check_labels
 from federation.models.numbers import Integer
@@ -146,6 +147,9 @@ class ClusterReport(_Strict):
     known: list[tuple[str, Integer]] | None = Field(
         None, description="(job_id, epoch) of every run the agent holds; sent after a restart to reconcile"
     )
+    honours: list[str] = Field(default_factory=list, max_length=len(FIELDS))
+    """The optional job fields the cluster's backend honours (``federation.capabilities``); an agent that
+    says nothing honours none, so it is sent no job that uses one."""
 
 
 RunningRef = tuple[str, int, float | None]
@@ -160,11 +164,12 @@ class LatestReport(_Strict):
     time: float
     nodes: list[NodeReport]
     running: list[RunningRef] = Field(max_length=MAX_RUNNING_PER_REPORT)
+    honours: list[str] = Field(default_factory=list)
 
     @classmethod
     def of(cls, time: float, report: ClusterReport) -> LatestReport:
         running = [(r.job_id, r.epoch, r.expected_end) for r in report.running]
-        return cls.model_construct(time=time, nodes=report.nodes, running=running)
+        return cls.model_construct(time=time, nodes=report.nodes, running=running, honours=report.honours)
 
     def to_bytes(self) -> bytes:
         return self.model_dump_json().encode()
@@ -225,6 +230,9 @@ class JoinRequest(_Strict):
     @field_validator("labels")
     @classmethod
     def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        refused = refuses_labels(value)
+        if refused:
+            raise ValueError(refused)
         return _check_labels(value, "cluster label")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from federation import capabilities
 from federation.models import JobRecord
 from policies import JobInfo, TaskInfo
 from policies import resources as res
@@ -24,7 +25,7 @@ def job_info(record: JobRecord) -> JobInfo:
         min_available=spec.min_available or 0,
         preemptible=spec.preemptible,
         walltime=spec.walltime,
-        cluster_selector=spec.cluster_selector,
+        cluster_selector=capabilities.selector(spec),
         tasks=tasks,
         waiting_since=_waiting_since(record),
     )

@@ -11,6 +11,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Literal
 
+from federation import capabilities
 from federation.lifecycle import ON_CLUSTER, dispatched_at
 from federation.models import JobRecord, JobState, QueueTree
 from federation.models.cluster import ClusterReport, LatestReport, NodeReport, summed
@@ -55,6 +56,8 @@ class Entry:
 class ClusterView:
     name: str
     labels: dict[str, str] = field(default_factory=dict)
+    honours: frozenset[str] = frozenset()  # the job fields its backend honours, from its last report
+    selectable: dict[str, str] = field(default_factory=dict)  # what selectors match: labels and honours
     cordoned: bool = False
     report_time: float | None = None
     nodes: list[NodeReport] = field(default_factory=list)
@@ -267,11 +270,16 @@ class FederationState:
 
     def set_cluster(self, name: str, labels: dict[str, str], cordoned: bool) -> None:
         view = self.clusters.setdefault(name, ClusterView(name))
-        if view.labels != labels:
-            self.shapes_version += 1
-        view.labels = dict(labels)
+        self._relabel(view, labels, view.honours)
         view.cordoned = cordoned
         view.room = None
+
+    def _relabel(self, view: ClusterView, labels: dict[str, str], honours: frozenset[str]) -> None:
+        """A job's selector matches a cluster's labels and the fields its backend honours as one."""
+        selectable = capabilities.cluster_labels(labels, honours)
+        if view.selectable != selectable:
+            self.shapes_version += 1
+        view.labels, view.honours, view.selectable = dict(labels), honours, selectable
 
     def remove_cluster(self, name: str) -> None:
         view = self.clusters.pop(name, None)
@@ -303,6 +311,7 @@ class FederationState:
     def set_latest(self, name: str, latest: LatestReport) -> None:
         view = self.clusters.setdefault(name, ClusterView(name))
         view.report_time = latest.time
+        self._relabel(view, view.labels, frozenset(latest.honours))
         if _shapes(view.nodes) != _shapes(latest.nodes):
             self.shapes_version += 1
         view.nodes = latest.nodes
@@ -343,7 +352,7 @@ class FederationState:
 
     def matching(self, selector: dict[str, str]) -> list[ClusterView]:
         """The clusters whose labels a ``clusterSelector`` matches."""
-        return [v for v in self.clusters.values() if all(v.labels.get(k) == val for k, val in selector.items())]
+        return [v for v in self.clusters.values() if all(v.selectable.get(k) == val for k, val in selector.items())]
 
     def _never_fits_now(self, info: JobInfo) -> Misfit | None:
         if not self.clusters or not any(view.nodes for view in self.clusters.values()):
@@ -447,7 +456,7 @@ class FederationState:
         """The cluster's capacity as reported, with every in-flight dispatch charged (built once per report)."""
         if view.room is None:
             shapes = [NodeShape(dict(n.allocatable), dict(n.free), n.count) for n in view.nodes if not n.unschedulable]
-            view.room = NodeInfo(view.name, {}, labels=dict(view.labels), shapes=shapes)
+            view.room = NodeInfo(view.name, {}, labels=dict(view.selectable), shapes=shapes)
             view.charged = set()
             for job_id in view.jobs:
                 entry = self.entries.get(job_id)

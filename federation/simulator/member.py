@@ -50,6 +50,7 @@ class Member:
             running=self.agent.tracker.running(),
             updates=[],
             known=None,
+            honours=self.agent.honours,
         )
 
     def reply(self) -> None:

@@ -7,27 +7,45 @@ from collections.abc import Mapping
 from typing import Any
 
 from member_agent.backends.base import Backend
-from member_agent.backends.registry import BACKENDS, backend_name, command_backends, create_backend, register_backend
+from member_agent.backends.registry import (
+    BACKENDS,
+    backend_name,
+    command_backends,
+    create_backend,
+    honoured_fields,
+    register_backend,
+)
 from policies.clock import Clock
 
-__all__ = ["BACKENDS", "Backend", "backend_name", "command_backends", "create_backend", "register_backend"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "backend_name",
+    "command_backends",
+    "create_backend",
+    "honoured_fields",
+    "register_backend",
+]
+IMAGE_FIELDS = frozenset({"image", "imagePullPolicy", "workingDir"})
+"""The container fields of a task (federation.capabilities.FIELDS)."""
 
 
-@register_backend("simulated")
+# The simulated backend runs nothing, so it takes every field and ignores it.
+@register_backend("simulated", honours=IMAGE_FIELDS | {"runtimeEnv"})
 def _simulated(settings: Mapping[str, Any], clock: Clock) -> Backend:
     from member_agent.backends.simulated import SimulatedBackend
 
     return SimulatedBackend.from_config(settings, clock)
 
 
-@register_backend("ray", runs_commands=True)
+@register_backend("ray", runs_commands=True, honours=frozenset({"runtimeEnv"}))
 def _ray(settings: Mapping[str, Any], clock: Clock) -> Backend:
     from member_agent.backends.ray_backend import RayBackend
 
     return RayBackend.from_config(settings, clock)
 
 
-@register_backend("kubernetes")
+@register_backend("kubernetes", honours=IMAGE_FIELDS)
 def _kubernetes(settings: Mapping[str, Any], clock: Clock) -> Backend:
     from member_agent.backends.kubernetes import KubernetesBackend
 

@@ -55,6 +55,9 @@ class TaskLaunch:
     env: dict[str, str] = field(default_factory=dict)
     walltime: float | None = None  # seconds; the backend kills the task when it overruns
     runtime: float | None = None  # simulated backend only: how long the task really runs
+    image: str | None = None  # Kubernetes: the container image; None: the cluster's default
+    image_pull_policy: str | None = None
+    working_dir: str | None = None
     runtime_env: dict[str, Any] | None = None  # Ray backend only: Ray's runtime env, as the job gave it
 
     @property

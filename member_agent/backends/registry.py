@@ -21,14 +21,17 @@ Factory = Callable[[Mapping[str, Any], Clock], Backend]
 class BackendKind:
     build: Factory
     runs_commands: bool  # starts a task by running its command, so has nothing to run without one
+    honours: frozenset[str]  # the optional job fields it runs as asked (federation.capabilities.FIELDS)
 
 
 BACKENDS: dict[str, BackendKind] = {}
 
 
-def register_backend(name: str, *, runs_commands: bool = False) -> Callable[[Factory], Factory]:
+def register_backend(
+    name: str, *, runs_commands: bool = False, honours: frozenset[str] = frozenset()
+) -> Callable[[Factory], Factory]:
     def register(build: Factory) -> Factory:
-        BACKENDS[name] = BackendKind(build, runs_commands)
+        BACKENDS[name] = BackendKind(build, runs_commands, honours)
         return build
 
     return register
@@ -43,6 +46,13 @@ def backend_name(name: str) -> str:
 
 def create_backend(name: str, settings: Mapping[str, Any], clock: Clock) -> Backend:
     return BACKENDS[backend_name(name)].build(settings, clock)
+
+
+def honoured_fields(name: str) -> frozenset[str]:
+    """The optional job fields backend ``name`` honours (none for a name not registered here): what its
+    agent reports, so the federation sends it no job it would run wrong (``federation.capabilities``)."""
+    kind = BACKENDS.get(name)
+    return kind.honours if kind is not None else frozenset()
 
 
 def command_backends() -> frozenset[str]:
