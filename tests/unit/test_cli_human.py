@@ -59,7 +59,9 @@ def table(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], c
         yield client
 
     monkeypatch.setattr(cli_jobs, "client_from", connect)
-    args = argparse.Namespace(id=client.job("")["id"], state=None, queue=None, tenant=None, output="table", now=NOW)
+    args = argparse.Namespace(
+        id=client.job("")["id"], state=None, queue=None, tenant=None, output="table", now=NOW, follow=False, watch=False
+    )
     assert getattr(cli_jobs, command)(args) == 0
     return capsys.readouterr().out
 
