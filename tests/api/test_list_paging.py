@@ -192,7 +192,7 @@ def test_fedq_jobs_shows_each_job_once_in_id_order(
     ]
     monkeypatch.setattr(cli_jobs, "client_from", lambda _: listing(read))
 
-    args = argparse.Namespace(state=None, queue=None, tenant=None, output="json", now=0.0)
+    args = argparse.Namespace(state=None, queue=None, tenant=None, output="json", now=0.0, watch=False)
     assert cli_jobs.cmd_jobs(args) == 0
 
     shown = json.loads(capsys.readouterr().out)["items"]
