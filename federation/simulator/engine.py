@@ -39,11 +39,13 @@ from federation.lifecycle import (
     DependencyUnmet,
     Dispatch,
     Event,
+    Hold,
     IllegalTransition,
     Mark,
     NotAdmitted,
     Outcome,
     Reclaim,
+    Release,
     Requeued,
     RetryPolicy,
     RunStarted,
@@ -226,6 +228,8 @@ class Engine:
             why = "no such leaf queue" if self.tree.get(sim.spec.queue) is None else "tenant may not submit there"
             self._finish(job, "Rejected", f"queue {sim.spec.queue}: {why}")
             return
+        if sim.hold:
+            self._move(job, Hold("scenario"))
         self._upsert(job)
         self._may_reserve_from(sim.submit)
 
@@ -238,15 +242,22 @@ class Engine:
         self._unreported.clear()
 
     def _act(self, action: SimAction) -> None:
-        """A scenario's action: a cancel as the API would make it, or a cluster's agent going silent
-        (its runs go on; after ``lostAfter`` it takes no work, after ``requeueAfter`` its jobs are
-        requeued, each at the service's next cycle)."""
-        if action.kind == "cancel":
+        """A scenario's action: a cancel, hold or release as the API would make it, or a cluster's agent
+        going silent (its runs go on; after ``lostAfter`` it takes no work, after ``requeueAfter`` its
+        jobs are requeued, each at the service's next cycle)."""
+        if action.kind != "silence":
             job = self.jobs.get(self._by_sim_id[action.target])
             if job is not None and not job.state:
-                outcome = self._move(job, Cancel("scenario"))
+                asked: dict[str, Event] = {
+                    "cancel": Cancel("scenario"),
+                    "hold": Hold("scenario"),
+                    "release": Release("scenario"),
+                }
+                outcome = self._move(job, asked[action.kind])
                 if outcome is not None and outcome.record.state.terminal:
                     self._ended(job)
+                elif outcome is not None and outcome.record.state.queued:
+                    self._upsert(job)  # held out of the pending jobs, or back among them
             return
         self._silent.add(action.target)  # its report at this instant was its last
         cluster = self.config.cluster
@@ -445,6 +456,8 @@ class Engine:
             why = known[-1].message if known else f"dispatched to {job.record.cluster}, never started there"
             if job.record.after and job_id in self.state.blocked:
                 why = "its dependencies were never met"
+            if job.record.held_by is not None:
+                why = f"held by {job.record.held_by}, never released"
             self._finish(job, "Unschedulable", f"still waiting when nothing else could happen: {why}")
 
     # ---- output ------------------------------------------------------------------------------

@@ -39,6 +39,8 @@ class SimJob:
     spec: JobSpecBody
     depends_on: list[Dependency] = field(default_factory=list)
     """On other jobs of the scenario, by their ``id`` (``job: ID``): the production rule decides."""
+    hold: bool = False
+    """Submitted held (as ``fedq submit --hold``): it waits in line until a ``release`` action."""
 
 
 @dataclass(slots=True)
@@ -48,13 +50,17 @@ class SimCluster:
     labels: dict[str, str] = field(default_factory=dict)
 
 
+ActionKind = Literal["cancel", "hold", "release", "silence"]
+
+
 @dataclass(frozen=True, slots=True)
 class SimAction:
-    """Something people or the network do at ``at``: ``cancel`` a job (by its scenario id), or
-    ``silence`` a cluster (its agent stops reaching the federation, its runs go on: a partition)."""
+    """Something people or the network do at ``at``: ``cancel``, ``hold`` or ``release`` a job (by its
+    scenario id), or ``silence`` a cluster (its agent stops reaching the federation, its runs go on: a
+    partition)."""
 
     at: float
-    kind: Literal["cancel", "silence"]
+    kind: ActionKind
     target: str
 
 
@@ -102,6 +108,7 @@ class JobEntry(JobSpecBody):
     tenant: str
     submit: float = Field(ge=0)
     runtime: float = Field(ge=0)
+    hold: bool = False
 
     @field_validator("submit", "runtime", mode="before")
     @classmethod
@@ -132,14 +139,16 @@ class JobEntry(JobSpecBody):
             tasks=tasks,
             array=None,
         )
-        return SimJob(self.id, self.tenant, self.submit, self.runtime, spec, list(self.depends_on))
+        return SimJob(self.id, self.tenant, self.submit, self.runtime, spec, list(self.depends_on), self.hold)
 
 
 class ActionEntry(_Strict):
-    """``{at: 150, cancel: j3}`` or ``{at: 300, silence: west}``."""
+    """``{at: 150, cancel: j3}``, ``{at: 0, hold: j3}``, ``{at: 600, release: j3}`` or ``{at: 300, silence: west}``."""
 
     at: float = Field(ge=0)
     cancel: str | None = None
+    hold: str | None = None
+    release: str | None = None
     silence: str | None = None
 
     @field_validator("at", mode="before")
@@ -149,15 +158,28 @@ class ActionEntry(_Strict):
 
     @model_validator(mode="after")
     def _one(self) -> ActionEntry:
-        if (self.cancel is None) == (self.silence is None):
-            raise ValueError("an action is either 'cancel: JOB' or 'silence: CLUSTER'")
+        if len(self._named()) != 1:
+            raise ValueError("an action is one of 'cancel: JOB', 'hold: JOB', 'release: JOB' or 'silence: CLUSTER'")
         return self
 
+    def _named(self) -> list[tuple[ActionKind, str]]:
+        kinds: tuple[tuple[ActionKind, str | None], ...] = (
+            ("cancel", self.cancel),
+            ("hold", self.hold),
+            ("release", self.release),
+            ("silence", self.silence),
+        )
+        return [(kind, target) for kind, target in kinds if target is not None]
+
+    @property
+    def job(self) -> tuple[str, str] | None:
+        """(kind, job) of an action on a job; None for a cluster's."""
+        kind, target = self._named()[0]
+        return None if kind == "silence" else (kind, target)
+
     def build(self) -> SimAction:
-        if self.cancel is not None:
-            return SimAction(self.at, "cancel", self.cancel)
-        assert self.silence is not None
-        return SimAction(self.at, "silence", self.silence)
+        kind, target = self._named()[0]
+        return SimAction(self.at, kind, target)
 
 
 class ScenarioFile(_Strict):
@@ -184,9 +206,17 @@ class ScenarioFile(_Strict):
         ring = find_cycle([[numbers[str(d.job)] for d in j.depends_on] for j in self.jobs])
         if ring is not None:
             raise ValueError(f"dependency cycle: {' -> '.join(self.jobs[n].id for n in ring)}")
+        submits = {j.id: j.submit for j in self.jobs}
         for n, action in enumerate(self.actions):
-            if action.cancel is not None and action.cancel not in jobs:
-                raise ValueError(f"actions[{n}].cancel: no job {action.cancel!r} in the scenario")
+            if action.job is not None:
+                kind, job = action.job
+                if job not in jobs:
+                    raise ValueError(f"actions[{n}].{kind}: no job {job!r} in the scenario")
+                if action.at < submits[job]:
+                    raise ValueError(
+                        f"actions[{n}].{kind}: at {action.at:g}s is before job {job!r} is submitted "
+                        f"({submits[job]:g}s); a job submitted held has 'hold: true'"
+                    )
             if action.silence is not None and action.silence not in clusters:
                 raise ValueError(f"actions[{n}].silence: no cluster {action.silence!r} (known: {sorted(clusters)})")
         return self
