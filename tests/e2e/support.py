@@ -32,3 +32,12 @@ def cli(
 
 def cli_json(*args: str, token: str | None = None, server: str | None = None) -> Any:
     return json.loads(cli(*args, "--output", "json", token=token, server=server).stdout)
+
+
+def alive(pid: int) -> bool:
+    """Whether a process of that id still exists (a run's process the test saw start)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

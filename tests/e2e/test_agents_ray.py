@@ -3,7 +3,6 @@ and a real member agent process (DESIGN 3.5; issue 4 acceptance 1)."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,7 @@ from federation.client import FedqError
 from federation.launcher import wait_until
 from federation.store import EtcdServer
 from tests.e2e.cluster import FAST, Federation, job
+from tests.e2e.support import alive
 
 pytestmark = [pytest.mark.etcd, pytest.mark.ray, pytest.mark.slow]
 PY = sys.executable
@@ -72,7 +72,7 @@ def test_cancel_stops_a_running_task(federation: Federation, tmp_path: Path) -> 
     federation.admin.cancel(job_id)
     done = federation.wait_state(job_id, {"Cancelled", "Failed", "Succeeded"})
     assert done["state"] == "Cancelled"
-    wait_until(lambda: not _alive(pid), 15, f"process {pid} to be gone")
+    wait_until(lambda: not alive(pid), 15, f"process {pid} to be gone")
 
 
 def test_walltime_kills_an_overrunning_task(federation: Federation) -> None:
@@ -103,11 +103,3 @@ def test_a_task_without_a_command_fails_after_its_retries(federation: Federation
     assert [e["reason"].rsplit(";", 1)[1] for e in retried] == [" retry 1 of 2 in 1s", " retry 2 of 2 in 2s"]
     for retry, again, backoff in zip(retried, dispatched[1:], (1.0, 2.0), strict=True):
         assert again["time"] - retry["time"] >= backoff
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
