@@ -29,8 +29,9 @@ async def test_a_raised_priority_is_dispatched_first_on_the_next_cycle(make_harn
     await h.jobs.apply(stored, Update("tenant/t", spec), now=h.clock.now())
     await h.service.sync()
     state = h.service.state
-    assert state is not None and state.pending.get(second) is not None
-    assert state.pending.get(second).priority == 5  # type: ignore[union-attr]  # re-keyed from the watch
+    assert state is not None
+    waiting = state.pending.get(second)
+    assert waiting is not None and waiting.priority == 5  # re-keyed from the watch
     await h.tick(10)  # busy ends: the next cycle takes the raised job, though it was submitted later
     assert (await h.job(second)).state is JobState.RUNNING
     assert (await h.job(first)).state in (JobState.PENDING, JobState.RESERVED)
