@@ -10,16 +10,13 @@ The rule of when a wait is met is ``federation.dependencies``'; this module only
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from federation.dependencies import Tally, Verdict, never_reason, verdict
 from federation.lifecycle.states import JobState
 from federation.models import JobRecord
 from federation.models.dependency import Wait
-
-Ended = Callable[[str], JobState | None]
-"""A job's end as the state knows it: None while it runs or waits, or is unknown."""
 
 
 @dataclass(slots=True, eq=False)
@@ -31,7 +28,8 @@ class _Need:
 
 
 class DependencyIndex:
-    def __init__(self) -> None:
+    def __init__(self, finished: Mapping[str, tuple[float, int, str, str]]) -> None:
+        self._finished = finished  # the state's ended jobs still stored: id -> (ended, revision, state, queue)
         self._needs: dict[str, list[_Need]] = {}  # waiting job -> its waits not met yet
         self._waiters: dict[str, list[tuple[str, _Need]]] = {}  # target -> (waiting job, its wait)
         self._met: set[str] = set()  # queued jobs whose every wait was met: never asked again
@@ -41,7 +39,7 @@ class DependencyIndex:
     def __len__(self) -> int:
         return len(self._needs) + len(self.unmet)
 
-    def waits(self, record: JobRecord, ended: Ended) -> bool:
+    def waits(self, record: JobRecord) -> bool:
         """Whether the queued job waits (or can never run); registers its waits the first time."""
         job_id = record.id
         if not record.after or job_id in self._met:
@@ -57,7 +55,8 @@ class DependencyIndex:
             need = _Need(wait, Tally(len(targets)))
             open_targets = []
             for target in targets:
-                state = ended(target)
+                known = self._finished.get(target)
+                state = JobState(known[2]) if known is not None else None
                 if state is None:
                     open_targets.append(target)
                 else:

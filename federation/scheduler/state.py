@@ -112,7 +112,7 @@ class FederationState:
         # Queued jobs something keeps out of the pending index, with what: ``HELD`` (a hold on the
         # record) or another module's block (``block``/``unblock``, e.g. dependencies not yet met).
         self.blocked: dict[str, set[str]] = {}
-        self.dependencies = DependencyIndex()
+        self.dependencies = DependencyIndex(self.finished)
         self._dispatched: dict[str, float] = {}  # Dispatched jobs (not admitted yet): id -> dispatched at
 
     # ---- jobs --------------------------------------------------------------------------------
@@ -161,7 +161,7 @@ class FederationState:
         if record.state.queued:
             self._set_block(record.id, HELD, record.held_by is not None)
             if record.after:
-                self._set_block(record.id, WAITING, self.dependencies.waits(record, self._ended_as))
+                self._set_block(record.id, WAITING, self.dependencies.waits(record))
             if not stays_queued:  # a mark (Reserved, Unschedulable) keeps the job's place in line
                 self._enqueue(record, info)
             self._consider(record.id)
@@ -238,10 +238,6 @@ class FederationState:
             self.pending.remove(job_id)
         elif job_id not in self.pending:
             self.pending.add(self.entries[job_id].info)
-
-    def _ended_as(self, job_id: str) -> JobState | None:
-        known = self.finished.get(job_id)
-        return JobState(known[2]) if known is not None else None
 
     def settle(self) -> None:
         """After a load: a dependency on a job the store no longer holds is met (see ``dependencies``)."""
