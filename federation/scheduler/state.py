@@ -130,6 +130,7 @@ class FederationState:
             self.finished[record.id] = (ended, revision, record.state.value, record.queue)
             heapq.heappush(self._finished_by_end, (ended, record.id))
             return
+        self.finished.pop(record.id, None)  # requeued after it ended (``fedq requeue``): live again
         stays_queued = False
         kept: JobInfo | None = None
         if old is not None and (old.info.priority, old.info.queue, old.info.tenant, old.info.walltime) == (

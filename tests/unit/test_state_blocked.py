@@ -77,3 +77,12 @@ def test_a_finished_job_forgets_its_blocks() -> None:
     state.upsert_job(_job("j", 1.0, held=True), 1, b"")
     state.upsert_job(job_record("j", [1.0], JobState.CANCELLED, end_time=NOW), 2, b"")
     assert state.blocked == {}
+
+
+def test_a_finished_job_requeued_is_live_again_and_not_kept_for_removal() -> None:
+    state = _federation()
+    state.upsert_job(job_record("j", [1.0], JobState.FAILED, end_time=NOW), 1, b"")
+    assert "j" in state.finished
+    state.upsert_job(_job("j", 1.0), 2, b"")  # fedq requeue: Failed -> Pending
+    assert "j" not in state.finished and "j" in state.pending
+    assert state.finished_before(NOW + 10**6) == []  # the leader will not delete its record
