@@ -162,6 +162,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
             start = why["projected_start"]
             rows.append(["projected start", f"{format_when(start['time'], args.now, local=True)}, {start['basis']}"])
         rows += [["cluster", f"{c['name']}: {c['state']}"] for c in why["clusters"]]
+    for wait in why.get("dependencies", []):
+        states = ", ".join(f"{count} {state}" for state, count in sorted(wait["states"].items()))
+        rows.append(["dependency", f"{wait['condition']} on {wait['job']} ({states}): {wait['verdict']}"])
     emit(why, "table", columns=["", ""], rows=rows, title=f"why is {why['id']} {why['state']}?")
     return 0
 

@@ -17,6 +17,7 @@ from federation.client import FedqError
 from federation.launcher import wait_until
 from federation.store import EtcdServer
 from tests.e2e.cluster import FAST, Federation, job
+from tests.e2e.support import ADMIN_TOKEN, REPO, cli, cli_json
 
 pytestmark = [pytest.mark.etcd, pytest.mark.slow]
 ENDED = {"Succeeded", "Failed", "Cancelled"}
@@ -45,7 +46,7 @@ def test_dependencies_against_a_server_on_etcd(etcd_server: EtcdServer, tmp_path
             tenant="alice",
         )
         third, second, first = chain
-        slow = fed.submit(job("slow", runtime="4s"))
+        slow = fed.submit(job("slow", runtime="8s"))
         waiting = fed.submit(_after(job("waiting", runtime="1s"), {"job": slow}))
         failing = fed.submit(_failing("failing"))
         on_failure = fed.submit(_after(job("on-failure", runtime="1s"), {"job": failing, "condition": "afternotok"}))
@@ -66,6 +67,18 @@ def test_dependencies_against_a_server_on_etcd(etcd_server: EtcdServer, tmp_path
         assert why["dependencies"] == [
             {"job": slow, "condition": "afterok", "states": {"Running": 1}, "verdict": "waiting"}
         ]
+        table = cli("explain", waiting, "--ca", fed.ca, token=ADMIN_TOKEN, server=fed.server.url).stdout
+        assert f"afterok on {slow} (1 Running): waiting" in table
+        # The example pipeline through the CLI: one file, three jobs naming each other.
+        example = str(REPO / "configs" / "examples" / "pipeline.yaml")
+        submitted = cli_json(
+            "submit", example, "--tenant", "alice", "--ca", fed.ca, token=ADMIN_TOKEN, server=fed.server.url
+        )
+        pipeline = [fed.wait_state(job_id, ENDED) for job_id in submitted["ids"]]
+        assert [r["state"] for r in pipeline] == ["Succeeded"] * 3
+        assert (
+            pipeline[0]["end_time"] <= pipeline[1]["start_time"] <= pipeline[1]["end_time"] <= pipeline[2]["start_time"]
+        )
 
         records = {
             job_id: fed.wait_state(job_id, ENDED) for job_id in [*chain, waiting, on_failure, on_success, gather]
