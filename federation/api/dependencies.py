@@ -5,7 +5,9 @@ the request is a 422 naming the entry's field and nothing is written: a ``job``/
 not one of the tenant's own stored jobs (another tenant's job reads as unknown, so nothing of it
 leaks), a ``name`` that is not exactly one job of the request, a cycle among the request's jobs,
 an ``aftercorr`` without two arrays to correspond. A job or array named by ``job`` or ``array``
-is read once per request however many entries name it.
+is read once per request however many entries name it. An array's size is its elements counted in
+the store (``job-0`` .. ``job-(N-1)``): elements already removed (past ``store.keepFinished``) shorten
+it, so a wait on an array whose early elements are gone may miss its last ones.
 """
 
 from __future__ import annotations
