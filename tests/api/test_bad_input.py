@@ -331,6 +331,12 @@ CASES: list[tuple[str, str | None, str, str, Any, int, str]] = [
     ("unknown-job", "alice", "GET", "/v1/jobs/nosuchjob", None, 404, "not found (finished jobs are removed 7d after"),
     ("bad-state-filter", "alice", "GET", "/v1/jobs?state=Sleeping", None, 422, "state"),
     ("list-other-tenant", "alice", "GET", "/v1/jobs?tenant=bob", None, 403, "cannot list jobs of tenant 'bob'"),
+    ("hold-unknown-job", "alice", "POST", "/v1/jobs/nosuchjob/hold", None, 404, "not found"),
+    ("update-unknown-job", "alice", "PATCH", "/v1/jobs/nosuchjob", {"priority": 1}, 404, "not found"),
+    ("update-not-an-object", "alice", "PATCH", "/v1/jobs/nosuchjob", [1], 422, "update"),
+    ("actions-not-an-object", "alice", "POST", "/v1/jobs/actions", "- hold", 422, "action"),
+    ("actions-unknown-action", "alice", "POST", "/v1/jobs/actions", {"action": "pause", "ids": ["x"]}, 422, "action"),
+    ("actions-empty-ids", "alice", "POST", "/v1/jobs/actions", {"action": "hold", "ids": []}, 422, "ids"),
 ]
 
 
