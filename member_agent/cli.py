@@ -16,7 +16,7 @@ from federation.client import FedqClient
 from member_agent.agent import Agent
 from member_agent.backends import BACKENDS, Backend, create_backend
 from member_agent.config import AgentConfig, load_agent_config
-from member_agent.credentials import Credential, load_credential, save_credential
+from member_agent.credentials import Credential, CredentialStore, FileCredentials
 from member_agent.local_scheduler import LocalScheduler
 from policies.clock import Clock, SystemClock
 
@@ -43,6 +43,7 @@ def _config(args: argparse.Namespace) -> AgentConfig:
         ("server", "server"),
         ("backend", "backend"),
         ("credential_file", "credential_file"),
+        ("credential_secret", "credential_secret"),
         ("report_interval", "report_interval"),
     ):
         value = getattr(args, flag, None)
@@ -94,6 +95,18 @@ def _backend(config: AgentConfig, clock: Clock) -> Iterator[Backend]:
         backend.close()
 
 
+@contextmanager
+def _credentials(config: AgentConfig) -> Iterator[CredentialStore]:
+    """Where the credential is kept: the Secret of ``--credential-secret``, else the file."""
+    if not config.credential_secret:
+        yield FileCredentials(config.credential_path())
+        return
+    from member_agent.k8s_credentials import secret_credentials  # the Kubernetes client is heavy
+
+    with secret_credentials(config.credential_secret, config.kubernetes) as store:
+        yield store
+
+
 def _stop_on_signals() -> threading.Event:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -114,9 +127,9 @@ def cmd_join(args: argparse.Namespace) -> int:
         credential = Credential(
             server=config.server, cluster=config.name, token=reply["credential"], lease=reply.get("lease")
         )
-        path = config.credential_path()
-        save_credential(path, credential)
-        log.info("joined", cluster=config.name, credential_file=str(path))
+        with _credentials(config) as store:
+            store.save(credential)
+        log.info("joined", cluster=config.name, credential=store.where)
         if not args.no_run:
             run_agent(config, credential, backend, clock, _stop_on_signals())
     return 0
@@ -124,11 +137,10 @@ def cmd_join(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     config = _config(args)
-    credential = load_credential(config.credential_path())
+    with _credentials(config) as store:
+        credential = store.load()
     if credential.cluster != config.name:
-        raise ValueError(
-            f"{config.credential_path()} holds the credential of {credential.cluster!r}, not {config.name!r}"
-        )
+        raise ValueError(f"{store.where} holds the credential of {credential.cluster!r}, not {config.name!r}")
     clock = SystemClock()
     with _backend(config, clock) as backend:
         run_agent(config, credential, backend, clock, _stop_on_signals())
@@ -144,6 +156,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     shared.add_argument("--backend", choices=list(BACKENDS))
     shared.add_argument("--labels", help="cluster labels, e.g. region=eu,tier=gpu")
     shared.add_argument("--credential-file", help="where the cluster credential is kept (mode 0600)")
+    shared.add_argument(
+        "--credential-secret", help="keep the credential in this Kubernetes Secret instead, NAMESPACE/NAME"
+    )
     shared.add_argument("--report-interval", help="e.g. 2s")
     shared.add_argument("--ray-address", help="Ray cluster address (default: a local Ray)")
     shared.add_argument("--namespace", help="Kubernetes namespace for job pods")
@@ -152,7 +167,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     shared.add_argument("--key", help="the client certificate's key (env FEDQ_KEY)")
 
     join = agent_sub.add_parser("join", parents=[shared], help="join with a one-time token, then run")
-    join.add_argument("--server", required=True, help="federation API URL")
+    join.add_argument("--server", help="federation API URL (default: the config's server)")
     join.add_argument("--token", required=True, help="join token from `fedq token create --cluster NAME`")
     join.add_argument("--no-run", action="store_true", help="only join and store the credential")
     join.set_defaults(func=cmd_join)

@@ -28,6 +28,8 @@ class AgentConfig(BaseModel):
     labels: dict[str, str] = Field(default_factory=dict)
     report_interval: float = Field(2.0, alias="reportInterval")
     credential_file: str = Field("", alias="credentialFile")
+    credential_secret: str = Field("", alias="credentialSecret")
+    """``NAMESPACE/NAME``: keep the credential in that Kubernetes Secret instead of a file (an agent in a pod)."""
     scheduler: str | None = None
     simulated: dict[str, Any] = Field(default_factory=lambda: dict(DEFAULT_SIMULATED))
     """Passed to SimulatedBackend.from_config: ``{nodes: [{count, resources, labels}], defaultRuntime}``."""
@@ -48,6 +50,8 @@ class AgentConfig(BaseModel):
     def _cert_with_key(self) -> AgentConfig:
         if bool(self.cert) != bool(self.key):
             raise ValueError("cert and key go together: a client certificate and its private key")
+        if self.credential_file and self.credential_secret:
+            raise ValueError("credentialFile and credentialSecret are exclusive: keep the credential in one place")
         return self
 
     def client_cert(self) -> tuple[str, str] | None:

@@ -7,15 +7,19 @@ camelCase keys) and the CLI cannot disagree, and a bad value is refused with the
 from __future__ import annotations
 
 import os
+from typing import Annotated
 
 from kubernetes import client, config
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from federation.models.image import check_image
 from federation.models.resources import GPU
 
 SERVICE_HOST_ENV = "KUBERNETES_SERVICE_HOST"
 KUBECONFIG_ENV = "KUBECONFIG"
+FALLBACK_IMAGE = "busybox:1.36"
+"""The last fallback, for a task without an image on a cluster without ``defaultImage``: a shell and coreutils."""
 
 
 class KubernetesSettings(BaseModel):
@@ -26,7 +30,8 @@ class KubernetesSettings(BaseModel):
     context: str | None = None
     in_cluster: bool = False
     scheduler_name: str = "fedq"
-    image: str = "busybox:1.36"  # the job spec has no image yet: every task runs in this one
+    default_image: Annotated[str, AfterValidator(check_image)] = FALLBACK_IMAGE
+    """The image of a task whose spec names none (``tasks[].image``)."""
     gpu_resource: str = GPU  # what fedq's nvidia.com/gpu is called on this cluster's nodes (e.g. amd.com/gpu)
     kill_grace_seconds: int = Field(default=30, ge=0)
     keep_finished_seconds: float | None = Field(default=600.0, ge=0)  # None keeps finished pods for ever

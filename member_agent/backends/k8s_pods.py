@@ -19,6 +19,7 @@ from typing import Any, cast
 from kubernetes import client
 
 from member_agent.backends.base import TaskLaunch, TaskPhase, TaskReport
+from member_agent.backends.k8s_config import FALLBACK_IMAGE
 from policies.units import parse_quantity
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
@@ -41,11 +42,11 @@ _NAME_SLUG_LIMIT = 52  # + "-" + 10 hex digits = 63, a valid DNS label and hostn
 
 @dataclass(frozen=True)
 class PodTemplate:
-    """What every task pod of this agent shares: namespace, scheduler, image, grace, resource names."""
+    """What every task pod of this agent shares: namespace, scheduler, default image, grace, resource names."""
 
     namespace: str
     scheduler_name: str = "fedq"
-    image: str = "busybox:1.36"
+    default_image: str = FALLBACK_IMAGE  # for a task whose spec names no image
     kill_grace_seconds: int = 30
     resource_names: Mapping[str, str] = field(default_factory=dict)  # fedq name -> this cluster's, where they differ
 
@@ -101,7 +102,9 @@ def build_pod(launch: TaskLaunch, template: PodTemplate) -> client.V1Pod:
     }
     container = client.V1Container(
         name=CONTAINER_NAME,
-        image=template.image,
+        image=launch.image or template.default_image,
+        image_pull_policy=launch.image_pull_policy,
+        working_dir=launch.working_dir,
         command=list(launch.command) or None,
         env=[client.V1EnvVar(name=k, value=v) for k, v in env.items()],
         resources=client.V1ResourceRequirements(requests=quantities, limits=dict(quantities)),

@@ -72,7 +72,7 @@ class KubernetesBackend:
         self._template = PodTemplate(
             namespace=namespace,
             scheduler_name=self.settings.scheduler_name,
-            image=self.settings.image,
+            default_image=self.settings.default_image,
             kill_grace_seconds=self.settings.kill_grace_seconds,
             resource_names=renamed,
         )

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 
 from member_agent.backends.kubernetes import KubernetesBackend
+from member_agent.k8s_credentials import SecretCredentials
 from policies.clock import ManualClock
 from tests.k8s.stub_api import ApiError, StubApiServer
 
@@ -27,6 +30,25 @@ def stub() -> Iterator[StubApiServer]:
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock(1_700_000_000.0)
+
+
+@pytest.fixture
+def kubeconfig(tmp_path: Path, stub: StubApiServer) -> Path:
+    """A kubeconfig file that points at the stub."""
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "stub", "cluster": {"server": stub.url}}],
+                "users": [{"name": "agent", "user": {"token": "stub-token"}}],
+                "contexts": [{"name": "stub", "context": {"cluster": "stub", "user": "agent"}}],
+                "current-context": "stub",
+            }
+        )
+    )
+    return path
 
 
 def stub_api_client(stub: StubApiServer) -> client.ApiClient:
@@ -58,11 +80,18 @@ class StubCluster:
     """The scenarios' driver for the stub: the test plays the kubelet."""
 
     timeout = 10.0
+    image = "python:3.12-slim"
+    secrets_namespace = "fedq-system"
 
     def __init__(self, stub: StubApiServer, make: MakeBackend) -> None:
         self.stub = stub
         self._make = make
         self._markers = 0
+        self.clients: list[client.ApiClient] = []
+
+    def credentials(self, name: str) -> SecretCredentials:
+        self.clients.append(stub_api_client(self.stub))
+        return SecretCredentials(self.clients[-1], self.secrets_namespace, name)
 
     def make_backend(self, **settings: Any) -> KubernetesBackend:
         return self._make(**settings)
@@ -109,9 +138,12 @@ class StubCluster:
 
 
 @pytest.fixture
-def cluster(stub: StubApiServer, make_backend: MakeBackend) -> StubCluster:
+def cluster(stub: StubApiServer, make_backend: MakeBackend) -> Iterator[StubCluster]:
     """Three 8-core nodes on the stub, and a cordoned one that only settle()'s markers use."""
     for name in ("node-a", "node-b", "node-c"):
         stub.add_node(name, cpu="8", memory="32Gi")
     stub.add_node(MARKER_NODE, unschedulable=True)
-    return StubCluster(stub, make_backend)
+    driver = StubCluster(stub, make_backend)
+    yield driver
+    for api in driver.clients:
+        api.close()

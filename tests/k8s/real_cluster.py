@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from member_agent.backends.kubernetes import KubernetesBackend
+from member_agent.k8s_credentials import SecretCredentials
 from tests.k8s.scenarios import SLEEP_FOREVER, wait_for
 
 IMAGE = os.environ.get("FEDQ_K8S_TEST_IMAGE", "busybox:1.36")
@@ -20,15 +22,23 @@ class RealCluster:
     """The scenarios' driver for a real cluster: the kubelet does the work, the driver only watches."""
 
     timeout = float(os.environ.get("FEDQ_K8S_TEST_TIMEOUT", "180"))
+    image = IMAGE
 
-    def __init__(self, api: client.ApiClient, namespace: str) -> None:
+    def __init__(self, api: client.ApiClient, namespace: str, new_client: Callable[[], client.ApiClient]) -> None:
         self.api = api
         self.core = client.CoreV1Api(api)
         self.namespace = namespace
         self.backends: list[KubernetesBackend] = []
+        self._new_client = new_client
+        self.clients: list[client.ApiClient] = []
+
+    def credentials(self, name: str) -> SecretCredentials:
+        """In the test's namespace (deleted after it), through a client of its own."""
+        self.clients.append(self._new_client())
+        return SecretCredentials(self.clients[-1], self.namespace, name)
 
     def make_backend(self, **settings: Any) -> KubernetesBackend:
-        backend = KubernetesBackend(self.api, namespace=self.namespace, image=IMAGE, **settings)
+        backend = KubernetesBackend(self.api, namespace=self.namespace, **{"default_image": IMAGE, **settings})
         self.backends.append(backend)
         return backend
 

@@ -15,15 +15,24 @@ from typing import Any, Protocol
 
 import pytest
 
+from federation.models.job import JobSpecBody
 from member_agent.backends.base import LaunchError, TaskLaunch, TaskPhase, TaskReport
 from member_agent.backends.k8s_pods import pod_name
 from member_agent.backends.kubernetes import KubernetesBackend
+from member_agent.credentials import Credential
+from member_agent.k8s_credentials import SecretCredentials
+from member_agent.tracker import LocalJob
 
 SLEEP_FOREVER = ("sh", "-c", "sleep 3600")
 
 
 class Cluster(Protocol):
     timeout: float  # how long a pod may take to reach a state (image pulls on a real cluster)
+    image: str  # an image with a shell that the nodes can pull
+
+    def credentials(self, name: str) -> SecretCredentials:
+        """A store on Secret ``name`` through an API client of its own, as a new agent pod would have."""
+        ...
 
     def make_backend(self, **settings: Any) -> KubernetesBackend: ...
 
@@ -209,6 +218,75 @@ def foreign_pods_use_capacity(cluster: Cluster) -> None:
     assert view.free()["cpu"] == pytest.approx(view.allocatable["cpu"] - before - 0.25)
 
 
+def launches_of(job_id: str, spec: dict[str, Any], node: str) -> list[TaskLaunch]:
+    """A job's launches as its agent makes them from the submitted spec (every task on ``node``)."""
+    body = JobSpecBody.model_validate({"queue": "q", **spec})
+    job = LocalJob(job_id, 1, spec=body)
+    return job.launches({(task.name, index): node for task in body.tasks for index in range(task.replicas)})
+
+
+def task_image_is_used(cluster: Cluster) -> None:
+    """A task that names an image runs in exactly that image (with its pull policy and working directory);
+    a task that names none gets the cluster's defaultImage."""
+    backend = cluster.make_backend(default_image="registry.invalid/fedq/default:0")
+    (node,) = cluster.pick_nodes(backend, 1)
+    spec = {
+        "tasks": [
+            {"name": "own", "image": cluster.image, "imagePullPolicy": "IfNotPresent", "workingDir": "/tmp"}
+            | {"command": ["sh", "-c", 'test "$(pwd)" = /tmp'], "resources": {"cpu": "100m", "memory": "32Mi"}},
+            {"name": "plain", "command": list(SLEEP_FOREVER), "resources": {"cpu": "100m", "memory": "32Mi"}},
+        ]
+    }
+    own, plain = launches_of(new_job_id(), spec, node)
+    backend.launch([own])
+    backend.launch([plain])
+    (container,) = _pod(cluster, own)["spec"]["containers"]
+    assert (container["image"], container["imagePullPolicy"], container["workingDir"]) == (
+        cluster.image,
+        "IfNotPresent",
+        "/tmp",
+    )
+    (default,) = _pod(cluster, plain)["spec"]["containers"]
+    assert default["image"] == "registry.invalid/fedq/default:0" and "workingDir" not in default
+    cluster.run(name_of(own))
+    cluster.exit(name_of(own), 0)  # on a real cluster: the test in /tmp passed in that image
+    got = collect(backend, lambda got: any(s.task_id == own.task_id and s.phase.terminal for s in got), cluster.timeout)
+    assert [s.phase for s in got if s.task_id == own.task_id][-1] is TaskPhase.SUCCEEDED
+    backend.kill(own.job_id)
+
+
+def gpu_is_requested_by_its_kubernetes_name(cluster: Cluster) -> None:
+    """A job asking for ``gpu`` (the federation's alias) gets a pod requesting ``nvidia.com/gpu``; a node's
+    GPUs read under the same name. The pod is only created and bound here: a node without GPUs refuses it."""
+    backend = cluster.make_backend()
+    (node,) = cluster.pick_nodes(backend, 1)
+    resources = {"cpu": "100m", "memory": "32Mi", "gpu": 1}
+    (task,) = launches_of(new_job_id(), {"tasks": [{"command": list(SLEEP_FOREVER), "resources": resources}]}, node)
+    backend.launch([task])
+    (container,) = _pod(cluster, task)["spec"]["containers"]
+    expected = {"cpu": "100m", "memory": str(32 * 2**20), "nvidia.com/gpu": "1"}
+    assert container["resources"] == {"requests": expected, "limits": expected}
+    assert all("gpu" not in view.allocatable for view in backend.nodes())
+    backend.kill(task.job_id)
+
+
+def credential_secret_survives_a_new_client(cluster: Cluster) -> None:
+    """The agent's credential in a Secret: written at join, read by a new agent (pod) without a token,
+    replaced in place at a re-join."""
+    name = "fedq-agent-credential"  # the name configs/k8s/ lets the agent use
+    joined = Credential("https://fed.example", "k8s-a", "fedq_cluster_first", lease=90.0)
+    cluster.credentials(name).save(joined)
+    assert cluster.credentials(name).load() == joined
+    cluster.credentials(name).save(Credential("https://fed.example", "k8s-a", "fedq_cluster_second"))
+    assert cluster.credentials(name).load().token == "fedq_cluster_second"
+
+
+def _pod(cluster: Cluster, task: TaskLaunch) -> dict[str, Any]:
+    pod = cluster.pod(name_of(task))
+    assert pod is not None, f"no pod for {task.task_id}"
+    return pod
+
+
 SCENARIOS: list[Callable[[Cluster], None]] = [
     gang_binds_all,
     gang_rolls_back,
@@ -216,4 +294,7 @@ SCENARIOS: list[Callable[[Cluster], None]] = [
     cancel_deletes_pods,
     walltime_kills,
     foreign_pods_use_capacity,
+    task_image_is_used,
+    gpu_is_requested_by_its_kubernetes_name,
+    credential_secret_survives_a_new_client,
 ]

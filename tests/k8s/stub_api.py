@@ -30,9 +30,10 @@ from kubernetes import client
 
 from tests.k8s import discovery
 
-_MODELS: dict[str, Any] = {"nodes": client.V1Node, "pods": client.V1Pod}
+_MODELS: dict[str, Any] = {"nodes": client.V1Node, "pods": client.V1Pod, "secrets": client.V1Secret}
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _POD = re.compile(r"^/api/v1/namespaces/([^/]+)/pods(?:/([^/]+))?(/binding)?$")
+_SECRET = re.compile(r"^/api/v1/namespaces/([^/]+)/secrets(?:/([^/]+))?$")
 
 
 def now_iso(offset_seconds: float = 0.0) -> str:
@@ -118,12 +119,12 @@ class StubApiServer:
 
     def __init__(self, job_namespace: str = "fedq-jobs") -> None:
         self.job_namespace = job_namespace
-        self.namespaces = {"default", "kube-system", job_namespace}
+        self.namespaces = {"default", "kube-system", "fedq-system", job_namespace}
         self.requests: list[Request] = []
         self.errors: list[str] = []  # server-side failures: the fixture asserts there are none
         self._cond = threading.Condition()
         self._rv = 1000
-        self._objects: dict[str, dict[tuple[str, str], dict[str, Any]]] = {"nodes": {}, "pods": {}}
+        self._objects: dict[str, dict[tuple[str, str], dict[str, Any]]] = {"nodes": {}, "pods": {}, "secrets": {}}
         self._log: list[_Event] = []
         self._compacted = 0
         self._held = False
@@ -383,6 +384,15 @@ class StubApiServer:
         with self._cond:
             return copy.deepcopy(self._pod(name, namespace))
 
+    def secret(self, namespace: str, name: str) -> dict[str, Any] | None:
+        with self._cond:
+            found = self._objects["secrets"].get((namespace, name))
+            return copy.deepcopy(found) if found is not None else None
+
+    def secret_keys(self) -> set[tuple[str, str]]:
+        with self._cond:
+            return set(self._objects["secrets"])
+
     def pod_names(self, namespace: str | None = None) -> set[str]:
         with self._cond:
             return {name for ns, name in self._objects["pods"] if ns == (namespace or self.job_namespace)}
@@ -462,7 +472,40 @@ class StubApiServer:
                     return 200, self._delete_pod(namespace, name, request.body or {}, request.query)
                 if method == "POST" and name and binding:
                     return 201, self._bind(namespace, name, request.body)
+        match = _SECRET.match(path)
+        if match:
+            with self._cond:
+                return self._secret(method, *match.groups(), request.body)
         raise ApiError(404, "NotFound", f"the server could not find the requested resource ({method} {path})")
+
+    def _secret(self, method: str, namespace: str, name: str | None, body: Any) -> tuple[int, dict[str, Any]]:
+        """Get, create and replace (unconditionally, or at the body's resourceVersion) one Secret."""
+        if namespace not in self.namespaces:
+            raise ApiError(404, "NotFound", f'namespaces "{namespace}" not found', name=namespace, kind="namespaces")
+        if body is not None:
+            client.V1Secret.from_dict(body)
+        key = (namespace, name or (body or {}).get("metadata", {}).get("name", ""))
+        old = self._objects["secrets"].get(key)
+        if method == "POST" and name is None:
+            if old is not None:
+                raise ApiError(409, "AlreadyExists", f'secrets "{key[1]}" already exists', name=key[1], kind="secrets")
+            secret = copy.deepcopy(body)
+            secret["metadata"].update(namespace=namespace, uid=str(uuid.uuid4()), creationTimestamp=now_iso())
+            return 201, self._commit("secrets", "ADDED", secret)
+        if method in ("GET", "PUT") and name:
+            if old is None:
+                raise ApiError(404, "NotFound", f'secrets "{name}" not found', name=name, kind="secrets")
+            if method == "GET":
+                return 200, copy.deepcopy(old)
+            wanted = body["metadata"].get("resourceVersion")
+            if wanted and wanted != old["metadata"]["resourceVersion"]:
+                raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on secrets "{name}": changed meanwhile')
+            secret = copy.deepcopy(body)
+            secret["metadata"].update(
+                namespace=namespace, uid=old["metadata"]["uid"], creationTimestamp=old["metadata"]["creationTimestamp"]
+            )
+            return 200, self._commit("secrets", "MODIFIED", secret)
+        raise ApiError(405, "MethodNotAllowed", f"the stub does not serve {method} on secrets")
 
     def _list(self, resource: str, query: dict[str, str]) -> dict[str, Any]:
         limit = int(query.get("limit") or 0)
@@ -614,6 +657,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:
         self._stub().handle(self, "DELETE")
+
+    def do_PUT(self) -> None:
+        self._stub().handle(self, "PUT")
 
     def _stub(self) -> StubApiServer:
         stub: StubApiServer = self.server.stub  # type: ignore[attr-defined]

@@ -12,7 +12,7 @@ from member_agent.backends.kubernetes import KubernetesBackend, KubernetesBacken
 from policies.clock import ManualClock
 from tests.k8s.conftest import MakeBackend, StubCluster, stub_api_client
 from tests.k8s.real_cluster import RealCluster
-from tests.k8s.scenarios import collect, gang, name_of, new_job_id, phases
+from tests.k8s.scenarios import collect, credential_secret_survives_a_new_client, gang, name_of, new_job_id, phases
 from tests.k8s.stub_api import StubApiServer
 
 TIMEOUT = 10.0
@@ -32,7 +32,7 @@ def test_is_a_backend(cluster: StubCluster) -> None:
 
 
 def test_pod_carries_the_task(cluster: StubCluster, stub: StubApiServer) -> None:
-    backend = cluster.make_backend(kill_grace_seconds=7, image="python:3.12-slim")
+    backend = cluster.make_backend(kill_grace_seconds=7, default_image="python:3.12-slim")
     (task,) = gang(
         "Train/ResNet 50",
         ["node-a"],
@@ -352,7 +352,7 @@ def test_finished_pods_are_deleted_after_retention(
 def test_real_cluster_driver_on_the_stub(cluster: StubCluster, stub: StubApiServer) -> None:
     """The real-cluster driver cannot run its scenarios here (no kubelet); its own calls can be checked."""
     api = stub_api_client(stub)
-    driver = RealCluster(api, stub.job_namespace)
+    driver = RealCluster(api, stub.job_namespace, lambda: stub_api_client(stub))
     try:
         backend = driver.make_backend()
         assert driver.pick_nodes(backend, 4) == ["node-a", "node-b", "node-c", "node-a"]
@@ -364,7 +364,11 @@ def test_real_cluster_driver_on_the_stub(cluster: StubCluster, stub: StubApiServ
         driver.settle(backend)
         assert node_view(backend, "node-a").used["pods"] == 1.0, "settle's marker went to the emptiest node"
         assert node_view(backend, "node-b").used["cpu"] == 0.25
+        credential_secret_survives_a_new_client(driver)
+        assert {name for ns, name in stub.secret_keys() if ns == stub.job_namespace}, "in the test's namespace"
     finally:
         for made in driver.backends:
             made.close()
+        for other in driver.clients:
+            other.close()
         api.close()

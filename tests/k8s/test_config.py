@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 from kubernetes.config import incluster_config
 from pydantic import ValidationError
 
@@ -14,24 +13,6 @@ from member_agent.backends.k8s_config import KubernetesSettings, load_api_client
 from member_agent.backends.kubernetes import KubernetesBackend
 from policies.clock import ManualClock
 from tests.k8s.stub_api import StubApiServer
-
-
-@pytest.fixture
-def kubeconfig(tmp_path: Path, stub: StubApiServer) -> Path:
-    path = tmp_path / "kubeconfig"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "stub", "cluster": {"server": stub.url}}],
-                "users": [{"name": "agent", "user": {"token": "stub-token"}}],
-                "contexts": [{"name": "stub", "context": {"cluster": "stub", "user": "agent"}}],
-                "current-context": "stub",
-            }
-        )
-    )
-    return path
 
 
 @pytest.fixture

@@ -38,7 +38,7 @@ def real_cluster(admin_api: client.ApiClient) -> Iterator[RealCluster]:
     core = client.CoreV1Api(admin_api)
     namespace = f"fedq-test-{uuid.uuid4().hex[:6]}"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
-    cluster = RealCluster(admin_api, namespace)
+    cluster = RealCluster(admin_api, namespace, lambda: config.new_client_from_config(os.environ["KUBECONFIG"]))
     try:
         wait_for(
             lambda: any(name_of(sa) == "default" for sa in core.list_namespaced_service_account(namespace).items),
@@ -49,6 +49,8 @@ def real_cluster(admin_api: client.ApiClient) -> Iterator[RealCluster]:
     finally:
         for backend in cluster.backends:
             backend.close()
+        for api in cluster.clients:
+            api.close()
         core.delete_namespace(namespace)
 
 
