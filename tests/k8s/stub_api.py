@@ -4,7 +4,8 @@ It serves only the calls the backend (and ``kubectl apply --dry-run=client``'s d
 the real server's shapes: lists with a resourceVersion and ``limit``/``continue`` paging, chunked watch
 streams resuming after a resourceVersion (bookmarks on request, 410 Gone as an ERROR event once history
 is compacted), pod create/delete (graceful for bound pods, uid preconditions), ``pods/binding`` answered
-with a Status as the real server does, and 404/409/422 Status errors. Every object it stores or sends is
+with a Status as the real server does, Secrets (get, create, replace: the agent's credential store), and
+404/409/422 Status errors. Every object it stores or sends is
 first parsed by the official client's models, which refuse unknown fields and wrong types, so a reply the
 real client could not read fails the test that caused it. Tests drive the kubelet's part directly:
 start a pod, end it with an exit code, run out its deadline, finish a graceful deletion.
