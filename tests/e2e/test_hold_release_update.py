@@ -5,7 +5,8 @@ While ``busy`` runs, alice submits ``high`` (priority 10) held, then ``low1`` an
 0, in that order) and raises ``low2`` to priority 5 through ``fedq update``. So when ``busy`` ends,
 ``low2`` runs first (the update changed the order), ``high`` stays out though it outranks both (held),
 and once released while ``low2`` runs, ``high`` starts next, ahead of ``low1``. Start order: busy,
-low2, high, low1."""
+low2, high, low1. Then, in bulk through the CLI, an array submitted held is cancelled whole, and a
+release of it is refused for each element (exit 1)."""
 
 from __future__ import annotations
 
@@ -69,5 +70,20 @@ def test_a_held_job_waits_while_lower_ones_run_and_an_update_reorders(etcd_serve
             ("Pending", "Pending", "released by tenant/alice"),
         ]
         assert [to for _, to, _ in history[3:]].count("Dispatched") == 1
+
+        # In bulk through the CLI: an array submitted held is cancelled whole; a release then is refused
+        # for each element (exit 1), saying why.
+        sweep = whole_cluster("sweep", "1s")
+        sweep["spec"]["array"] = {"count": 3}
+        spec.write_text(json.dumps(sweep))
+        base = fedq("submit", str(spec), "--hold")["ids"][0].rsplit("-", 1)[0]
+        cancelled = fedq("cancel", "--array", base)
+        assert (cancelled["matched"], cancelled["changed"], cancelled["refused"]) == (3, 3, 0)
+        refused = cli(
+            "release", "--array", base, "--ca", fed.ca, "-o", "json", token=alice, server=fed.server.url, check=False
+        )
+        assert refused.returncode == 1
+        why = {r["message"] for r in json.loads(refused.stdout)["refusals"]}
+        assert why == {"job is Cancelled: no release from there"}
     finally:
         fed.close()
