@@ -1,7 +1,10 @@
 """The worker side of the Ray backend: one detached actor per task, owning the task's process.
 
 The command runs in its own session (process group), so stopping it — on kill, or when the walltime
-is up — signals the whole group, and whatever the command left behind is killed when it exits. The
+is up — signals the whole group, and whatever the command left behind is killed when it exits. A
+small guard process leads that group and kills it when the runner's worker dies (a node or the head
+going away kills workers with SIGKILL): a run must never outlive the actor that answers for it, or
+the run that replaces it would overlap it. The
 actor outlives the process and keeps its final state until the backend has collected it: an agent
 restarted in a new process finds the actor by name and still learns how the run ended.
 
@@ -14,12 +17,43 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
 from typing import Any, TypedDict
 
 _MAX_LINE = 4096
+_GUARD = """
+import os, select, signal, subprocess, sys
+runner, command = int(sys.argv[1]), sys.argv[2:]
+if os.getppid() != runner:
+    sys.exit(137)
+watched = os.pidfd_open(runner)
+signal.signal(signal.SIGTERM, lambda *_: None)  # the group's SIGTERM is for the command: wait for it
+try:
+    proc = subprocess.Popen(command)
+except OSError as exc:
+    print(f"cannot start {command[0]!r}: {exc}", flush=True)
+    sys.exit(127)
+ended = os.pidfd_open(proc.pid)
+if os.fork() == 0:
+    if os.fork() == 0:  # the watchdog: no child of the runner's worker, so what kills those spares it
+        ready, _, _ = select.select([watched, ended], [], [])
+        if ended not in ready:
+            os.killpg(0, signal.SIGKILL)
+        os._exit(0)
+    os._exit(0)
+os.wait()
+code = proc.wait()
+if code < 0:
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+sys.exit(code)
+"""
+"""Leads the command's process group and exits as the command did. Its watchdog, outside the worker's
+children (Ray kills a dead worker's direct children, which would orphan the command's own), kills
+the whole group when the runner's worker dies first."""
 _READER_JOIN = 2.0
 
 
@@ -75,7 +109,7 @@ class TaskRunner:
         }
         try:
             self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
-                command,
+                [sys.executable, "-c", _GUARD, str(os.getpid()), *command],
                 env={**os.environ, **env},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,

@@ -15,7 +15,7 @@ from ray.util.placement_group import placement_group_table
 
 from member_agent.backends import command_backends
 from member_agent.backends.base import Backend, JobRejected, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskReport
-from member_agent.backends.ray_backend import NAMESPACE, NODE_ID_LABEL, PREFIX, RayBackend
+from member_agent.backends.ray_backend import NAMESPACE, NODE_ID_LABEL, PREFIX, RayBackend, run_name
 
 pytestmark = pytest.mark.ray
 
@@ -368,3 +368,17 @@ def test_a_runtime_env_working_dir_runs_a_script_shipped_from_it(
     backend.launch([launch])  # Ray unpacks the archive and starts the actor inside it
     done = poll_until(backend, terminal)[-1]
     assert (done.phase, done.log_tail) == (TaskPhase.SUCCEEDED, "ran step.py in True")
+
+
+def test_a_run_dies_with_its_runner_when_the_worker_is_killed(
+    backend: RayBackend, node: NodeView, tmp_path: Path
+) -> None:
+    # A head or node going away SIGKILLs the runner's worker; its command must not run on unowned.
+    pid_file = tmp_path / "pid"
+    backend.launch([task(node, "orphan", ["sh", "-c", f"echo $$ > {pid_file}; exec sleep 60"])])
+    eventually(lambda: pid_file.exists() and pid_file.read_text().strip() != "", "the command started")
+    pid = int(pid_file.read_text())
+    ray.kill(ray.get_actor(run_name("orphan", 1, "main", 0), namespace=NAMESPACE), no_restart=True)
+    eventually(lambda: not alive(pid), "the command killed with its runner")
+    done = poll_until(backend, terminal)[-1]
+    assert done.phase is TaskPhase.FAILED and done.reason.startswith("lost: the task's Ray actor died")
