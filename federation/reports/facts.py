@@ -1,9 +1,9 @@
 """``JobFacts``: the part of a job record that reports read, kept instead of the record.
 
 A report over 100,000 jobs holds every job at once: as parsed records (spec, env, history) about
-420 MB on the replica for small one-task jobs (4.2 KB each), as facts about 36 MB (364 B each). Records are read a page at a time and
-each page is turned into facts in a worker thread, so neither the event loop nor memory grows with
-the size of one page's records.
+420 MB on the replica for small one-task jobs (4.2 KB each), as facts about 36 MB (364 B each).
+Records are read a page at a time and each page is turned into facts in a worker thread, so the
+event loop never decodes more than one page's reply at once.
 """
 
 from __future__ import annotations

@@ -40,9 +40,12 @@ def _simulated(settings: Mapping[str, Any], clock: Clock) -> Backend:
 
 @register_backend("ray", runs_commands=True, honours=frozenset({"runtimeEnv"}))
 def _ray(settings: Mapping[str, Any], clock: Clock) -> Backend:
+    """In a child process: Ray's driver aborts its process when the head restarts (``isolated``)."""
+    from member_agent.backends.isolated import BackendProcess
     from member_agent.backends.ray_backend import RayBackend
 
-    return RayBackend.from_config(settings, clock)
+    RayBackend.check_settings(settings)
+    return BackendProcess("ray", "member_agent.backends.ray_backend:RayBackend", settings, clock)
 
 
 @register_backend("kubernetes", honours=IMAGE_FIELDS)

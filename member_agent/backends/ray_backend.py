@@ -94,10 +94,15 @@ class RayBackend:
     @classmethod
     def from_config(cls, settings: Mapping[str, Any], clock: Clock) -> RayBackend:
         """From the agent config's ``ray`` section, ``{address}``; no address starts or joins a local Ray."""
+        cls.check_settings(settings)
+        return cls(address=settings.get("address"), clock=clock)
+
+    @staticmethod
+    def check_settings(settings: Mapping[str, Any]) -> None:
+        """``address``: ``auto``, ``host:port`` of the head's GCS, or ``ray://host:10001`` (Ray Client)."""
         unknown = set(settings) - {"address"}
         if unknown:
             raise ValueError(f"unknown ray backend settings {sorted(unknown)}: only 'address' is accepted")
-        return cls(address=settings.get("address"), clock=clock)
 
     def nodes(self) -> list[NodeView]:
         listed = ray.nodes()

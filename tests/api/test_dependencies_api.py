@@ -27,7 +27,11 @@ async def test_stored_jobs_and_arrays_resolve_to_ids(api: Api) -> None:
     array = (await _submit(api, job_spec("sweep", array={"count": 3}))).json()["id"]
     body = job_spec(
         "after",
-        dependsOn=[{"job": first}, {"array": array, "condition": "afterany"}, {"job": array, "condition": "afternotok"}],
+        dependsOn=[
+            {"job": first},
+            {"array": array, "condition": "afterany"},
+            {"job": array, "condition": "afternotok"},
+        ],
     )
     created = (await _submit(api, body)).json()["id"]
     record = (await api.http.get(f"/v1/jobs/{created}", headers=api.auth("alice"))).json()
