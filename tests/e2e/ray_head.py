@@ -27,6 +27,8 @@ class RayHead:
         self.cpus = cpus
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
+        self.client_port = free_port()
+        self.client_address = f"ray://127.0.0.1:{self.client_port}"  # Ray Client
         self.process: subprocess.Popen[str] | None = None
         self.starts = 0
 
@@ -35,7 +37,7 @@ class RayHead:
         self.starts += 1
         temp = self.work / f"ray-{self.starts}"  # a fresh session dir: a restarted head is a new cluster
         temp.mkdir(parents=True)
-        ports = [free_port() for _ in range(2)]
+        ports = [self.client_port, free_port()]
         self.process = subprocess.Popen(
             [
                 RAY,
