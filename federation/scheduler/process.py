@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import multiprocessing
 import os
 import signal
-import sys
 import threading
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -26,6 +24,7 @@ import structlog
 from prometheus_client import generate_latest
 
 from federation.config import FederationConfig
+from federation.parent_death import die_with_parent
 from federation.scheduler.metrics import SchedulerMetrics
 from federation.scheduler.service import SchedulerService
 from federation.store import EtcdConnection, Store, open_store
@@ -34,7 +33,6 @@ from policies.clock import Clock, SystemClock
 log = structlog.get_logger("fedq.scheduler")
 
 ANSWER_WITHIN = 5.0  # seconds the API waits for the scheduler's answer before calling it absent
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,17 +126,9 @@ def run_child(
     pipe: Connection,
     parent: int,
 ) -> None:
-    _die_with(parent)
+    die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the server, which stops us
     asyncio.run(_schedule(connection, prefix, config, stop, pipe))
-
-
-def _die_with(parent: int) -> None:
-    """Linux kills us when the server dies, even by SIGKILL; if it died before we asked, go now."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:
-        os._exit(1)
 
 
 async def _schedule(

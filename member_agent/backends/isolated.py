@@ -11,12 +11,10 @@ never beside its old self.
 
 from __future__ import annotations
 
-import ctypes
 import importlib
 import multiprocessing
 import os
 import signal
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from multiprocessing.connection import Connection
@@ -24,13 +22,13 @@ from typing import Any
 
 import structlog
 
+from federation.parent_death import die_with_parent
 from member_agent.backends.base import Backend, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskReport
 from policies.clock import Clock, SystemClock
 
 log = structlog.get_logger("fedq.agent")
 
 CALL_WITHIN = 300.0  # seconds a backend call may take before its child is taken for hung and replaced
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
 Run = tuple[str, str, int, int]  # job, task, index, epoch
 
 
@@ -199,10 +197,7 @@ class _ChildGone(Exception):
 def serve(pipe: Connection, target: str, settings: dict[str, Any], parent: int) -> None:
     """The child: build the backend, answer calls until ``close`` or the pipe ends. Linux kills it
     when the agent dies (even by SIGKILL); the runs it started are the backend's to keep or lose."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:
-        os._exit(1)
+    die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the agent, which closes us
     module, name = target.split(":")
     backend: Backend = getattr(importlib.import_module(module), name).from_config(settings, SystemClock())
