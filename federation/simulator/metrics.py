@@ -5,6 +5,8 @@ Definitions (each one is what a number in metrics.json means):
   percentile: the value at rank ceil(p/100 * n) of the sorted waits, so it is always an observed wait.
 - bounded slowdown = max(1, (wait + run) / max(run, 10 s)), over completed jobs (Succeeded or Failed
   with a start and an end), the standard tau = 10 s of Feitelson et al.
+- capacity[r] = the federation's total of resource r (the sum over clusters), what utilization and
+  usage shares are measured against (the dashboard redraws the plots from it and jobs.csv).
 - utilization[r] = sum over jobs of resources[r] * (end - start), divided by capacity[r] * span, with
   span = makespan = last end - first submit.
 - a job's usage is its dominant-share-seconds: (end - start) * max over r of resources[r] / capacity[r]
@@ -50,6 +52,7 @@ class Metrics(TypedDict):
     max_wait: float | None
     mean_bounded_slowdown: float | None
     makespan: float | None
+    capacity: dict[str, float]
     utilization: dict[str, float | None]
     jain_fairness: float | None
     tenants: dict[str, TenantMetrics]
@@ -118,6 +121,7 @@ def compute_metrics(
             ]
         ),
         makespan=span,
+        capacity=dict(sorted(capacity.items())),
         utilization={r: used[r] / (cap * span) if span and cap > 0 else None for r, cap in sorted(capacity.items())},
         jain_fairness=jain,
         tenants=tenants,

@@ -15,7 +15,7 @@ from pathlib import Path
 from federation.lifecycle import JobEvent
 from federation.simulator.records import JobOutcome
 
-JOBS_CSV_HEADER = ("id", "tenant", "queue", "cluster", "submit", "start", "end", "wait", "state")
+JOBS_CSV_HEADER = ("id", "tenant", "queue", "cluster", "submit", "start", "end", "wait", "state", "resources")
 EVENTS_CSV_HEADER = ("id", "time", "from", "to", "reason", "cluster", "epoch")
 JSON_DECIMALS = 6
 
@@ -23,7 +23,8 @@ JSON_DECIMALS = 6
 def write_jobs_csv(records: Iterable[JobOutcome], path: str | Path) -> None:
     """One row per job, ordered by submit time and, for equal submits, by the order given.
 
-    start, end and wait are empty for a job that never ran.
+    start, end and wait are empty for a job that never ran; ``resources`` is the job's total over its
+    tasks as ``name=amount`` pairs in base units, sorted by name and joined by ``;`` (``cpu=2;memory=1073741824``).
     """
     rows = sorted(records, key=lambda r: r.submit)  # stable: ties keep the simulator's (file) order
     with Path(path).open("w", newline="", encoding="utf-8") as out:
@@ -41,6 +42,7 @@ def write_jobs_csv(records: Iterable[JobOutcome], path: str | Path) -> None:
                     format_seconds(r.end),
                     format_seconds(r.wait),
                     r.state,
+                    format_resources(r.resources),
                 )
             )
 
@@ -67,6 +69,11 @@ def format_seconds(value: float | None) -> str:
     if value is None:
         return ""
     return f"{round(value, 3) + 0.0:.3f}"
+
+
+def format_resources(resources: Mapping[str, float]) -> str:
+    """``cpu=2;memory=1073741824``: whole numbers without a fraction, others as Python's shortest repr."""
+    return ";".join(f"{name}={int(q) if float(q).is_integer() else q!r}" for name, q in sorted(resources.items()))
 
 
 def _stable(value: object) -> object:

@@ -11,7 +11,7 @@ import pytest
 from matplotlib.image import imread
 
 from federation.simulator.metrics import compute_metrics
-from federation.simulator.output import format_seconds, write_jobs_csv, write_metrics_json
+from federation.simulator.output import format_resources, format_seconds, write_jobs_csv, write_metrics_json
 from federation.simulator.plots import (
     PLOT_SIZE_PX,
     binned_integral,
@@ -56,10 +56,10 @@ def test_jobs_csv_format(tmp_path: Path) -> None:
         record("3", 5.25, 5.25, 5.25),
     ]
     expected = (
-        "id,tenant,queue,cluster,submit,start,end,wait,state\n"
-        "1,t1,root.q,,0.000,,,,Unschedulable\n"
-        "2,t2,root.q,c1,5.250,6.000,9.500,0.750,Succeeded\n"  # equal submits keep the given order: 2 then 3
-        "3,t0,root.q,c1,5.250,5.250,5.250,0.000,Succeeded\n"
+        "id,tenant,queue,cluster,submit,start,end,wait,state,resources\n"
+        "1,t1,root.q,,0.000,,,,Unschedulable,cpu=2\n"
+        "2,t2,root.q,c1,5.250,6.000,9.500,0.750,Succeeded,cpu=3\n"  # equal submits keep the given order: 2 then 3
+        "3,t0,root.q,c1,5.250,5.250,5.250,0.000,Succeeded,cpu=4\n"
     )
     path = tmp_path / "jobs.csv"
     write_jobs_csv(rows, path)
@@ -87,6 +87,13 @@ def test_format_seconds(value: float | None, text: str) -> None:
     assert format_seconds(value) == text
 
 
+def test_format_resources_in_base_units_sorted() -> None:
+    assert format_resources({"memory": 1073741824.0, "cpu": 0.5, "nvidia.com/gpu": 2}) == (
+        "cpu=0.5;memory=1073741824;nvidia.com/gpu=2"
+    )
+    assert format_resources({}) == ""
+
+
 def test_metrics_json_sorted_rounded_and_identical(tmp_path: Path) -> None:
     metrics = compute_metrics(schedule(), {"cpu": 4.0})
     first, second = tmp_path / "a.json", tmp_path / "b.json"
@@ -97,6 +104,7 @@ def test_metrics_json_sorted_rounded_and_identical(tmp_path: Path) -> None:
     assert list(loaded) == sorted(loaded)
     assert list(loaded["tenants"]["t0"]) == sorted(loaded["tenants"]["t0"])
     assert loaded["jobs"] == 60
+    assert loaded["capacity"] == {"cpu": 4.0}  # what the dashboard measures jobs.csv's resources against
 
 
 def test_metrics_json_rounds_floats_to_six_decimals(tmp_path: Path) -> None:
