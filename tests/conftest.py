@@ -24,7 +24,11 @@ def ray_cluster() -> Iterator[str]:
     Imported lazily so tests that never ask for it never pay for Ray."""
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    except Exception:  # Ray gives its raylet a fixed 30 s to register: a loaded machine can miss it once
+        ray.shutdown()
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield str(ray.get_runtime_context().gcs_address)
     ray.shutdown()
 
