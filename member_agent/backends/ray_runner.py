@@ -37,14 +37,15 @@ except OSError as exc:
     print(f"cannot start {command[0]!r}: {exc}", flush=True)
     sys.exit(127)
 ended = os.pidfd_open(proc.pid)
-if os.fork() == 0:
+forked = os.fork()
+if forked == 0:
     if os.fork() == 0:  # the watchdog: no child of the runner's worker, so what kills those spares it
         ready, _, _ = select.select([watched, ended], [], [])
         if ended not in ready:
             os.killpg(0, signal.SIGKILL)
         os._exit(0)
     os._exit(0)
-os.wait()
+os.waitpid(forked, 0)  # that one only: os.wait() could reap the command and lose its exit code
 code = proc.wait()
 if code < 0:
     signal.signal(-code, signal.SIG_DFL)
