@@ -175,6 +175,29 @@ class FedqClient:
 
         return wait(self, ids, timeout, tenant=tenant)
 
+    def logs(
+        self,
+        job_id: str,
+        *,
+        task: str | None = None,
+        stream: str | None = None,
+        tail: int | None = None,
+        since: float | None = None,
+        epoch: int | None = None,
+        follow: bool = False,
+    ) -> Iterator[dict[str, Any]]:
+        """The job's output lines ``{time, task, stream, text}``, oldest first: its latest run's (or
+        ``epoch``'s), of one ``task`` (name, index or name-index) and ``stream`` (stdout, stderr), the
+        last ``tail``, printed in the last ``since`` seconds. ``follow``: then each new line as it comes
+        (across reconnects, each once), until the job has ended and its output is complete."""
+        from federation.follow import job_logs
+
+        params = {"task": task, "stream": stream, "tail": tail, "since_seconds": since, "epoch": epoch}
+        if follow:
+            return job_logs(self, job_id, params)
+        answer: dict[str, Any] = self.request("GET", f"/v1/jobs/{job_id}/logs", params=params)
+        return iter(answer["lines"])
+
     def cancel(self, job_id: str) -> dict[str, Any]:
         result: dict[str, Any] = self.request("DELETE", f"/v1/jobs/{job_id}")
         return result

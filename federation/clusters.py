@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from federation import keys
 from federation.auth import TokenRecord, TokenStore
 from federation.config import ClusterLivenessConfig, JobsConfig
+from federation.joblogs.intake import LogIntake
 from federation.jobs import Change, JobRepository, NotFound, StoredJob, change_of, commit_batched
 from federation.lifecycle import IllegalTransition, RetryPolicy, transition
 from federation.models import JobRecord, JobState
@@ -66,8 +67,10 @@ class ClusterService:
         clock: Clock,
         retries: JobsConfig | None = None,
         liveness: ClusterLivenessConfig | None = None,
+        logs: LogIntake | None = None,
     ) -> None:
         self.store = store
+        self.logs = logs
         self.jobs = jobs
         self.tokens = tokens
         self.clock = clock
@@ -170,6 +173,8 @@ class ClusterService:
             refused=refused,
             state=ClusterState.CORDONED if record.cordoned else ClusterState.READY,
             lease=self.lease,
+            log_acks=[] if self.logs is None else await self.logs.take(name, report.logs),
+            log_limits=None if self.logs is None else self.logs.limits,
         )
 
     async def _apply_all(self, name: str, updates: list[StatusUpdate], now: float) -> list[str | None]:

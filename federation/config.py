@@ -155,6 +155,22 @@ class ApiLimits(_Section):
     events a record gathers while it runs, and a txn of several records stays one request."""
 
 
+class LogsConfig(_Section):
+    """Job output (``fedq logs``): where the federation keeps it and how much it takes. Kept in files
+    under ``dir``, never in etcd; several replicas share ``dir`` (docs/architecture.md, 4d)."""
+
+    dir: str | None = None
+    """None: a temporary directory of the server's own, removed with it (a dev server)."""
+    max_bytes_per_job: Bytes = Field(16 * MIB, alias="maxBytesPerJob")
+    """One run's output, all tasks and both streams: past it the rest is cut, with a marker line."""
+    max_bytes_per_report: Bytes = Field(MIB, alias="maxBytesPerReport")
+    """Output one agent report may carry; what does not fit comes with the next reports."""
+    cluster_bytes_per_second: Bytes = Field(4 * MIB, alias="clusterBytesPerSecond")
+    """Output one cluster may ship per second, on average (bursts up to 5 s of it)."""
+    job_bytes_per_second: Bytes = Field(MIB, alias="jobBytesPerSecond")
+    """Output one job may ship per second, on average (bursts up to 5 s of it)."""
+
+
 class Quota(_Section):
     """What one tenant may have unfinished (submitted, not yet ended) at once; None: no limit."""
 
@@ -238,6 +254,7 @@ class FederationConfig(_Section):
     auth: AuthConfig = Field(default_factory=AuthConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
     quotas: QuotasConfig = Field(default_factory=QuotasConfig)
+    logs: LogsConfig = Field(default_factory=LogsConfig)
 
     @field_validator("accounting_save_every", mode="before")
     @classmethod

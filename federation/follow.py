@@ -91,6 +91,16 @@ def job_events(client: FedqClient, job_id: str, *, since: int | None = None) -> 
             yield {"job": job_id, "revision": message.id, "state": state, **event}
 
 
+def job_logs(client: FedqClient, job_id: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Each line of a job's log stream (``GET /v1/jobs/{id}/logs?watch=true``), with its run's ``epoch``;
+    ends with the stream's ``end`` (the job ended and its output is complete)."""
+    for message in messages(client, f"/v1/jobs/{job_id}/logs", params):
+        if message.event == "end":
+            return
+        for line in message.data["lines"]:
+            yield {**line, "epoch": message.data["epoch"]}
+
+
 def listing_changes(client: FedqClient, **filters: Any) -> Generator[Message, None, None]:
     """A listing's stream (``state``, ``queue``, ``tenant``): its ``start`` message, then ``jobs`` messages."""
     return messages(client, "/v1/jobs", filters)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import PlainTextResponse
@@ -15,6 +18,7 @@ from federation.api import (
     routes_admin,
     routes_clusters,
     routes_jobs,
+    routes_logs,
     routes_reports,
     routes_tokens,
     routes_watch,
@@ -28,6 +32,9 @@ from federation.audit import AuditLog
 from federation.auth import Role, TokenStore
 from federation.clusters import ClusterService
 from federation.config import FederationConfig
+from federation.joblogs.intake import LogIntake
+from federation.joblogs.retention import sweep_forever
+from federation.joblogs.store import LogStore
 from federation.jobs import JobRepository
 from federation.models import QueueTreeConfig
 from federation.quotas import QuotaLedger, StoreBudget
@@ -51,13 +58,16 @@ def create_app(
     tokens = TokenStore(store, clock, admin_token, bootstrap_ttl=config.auth.token_ttl)
     jobs = JobRepository(store)
     state = ServerState(
+    logs = LogStore(None if config.logs.dir is None else Path(config.logs.dir), config.logs.max_bytes_per_job)
         store=store,
         config=config,
         clock=clock,
         tokens=tokens,
         jobs=jobs,
         queues=QueueTreeCache(store),
-        clusters=ClusterService(store, jobs, tokens, clock, config.jobs, config.cluster),
+        clusters=ClusterService(
+            store, jobs, tokens, clock, config.jobs, config.cluster, LogIntake(store, logs, config.logs, clock)
+        ),
         metrics=ApiMetrics(),
         audit=AuditLog(config.audit.log, clock),
         budget=StoreBudget(store, clock, config.store.budget_bytes),
@@ -65,18 +75,27 @@ def create_app(
         submits=Submits(store, clock),
         watches=WatchLimiter(config.api.max_watches_per_tenant),
     )
+        logs=logs,
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if queues is not None:
             await state.queues.apply(queues)
-        yield
+        sweeper = asyncio.create_task(sweep_forever(store, logs))
+        try:
+            yield
+        finally:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
+            logs.close()
 
     app = DocumentedApp(title="fedq", version="0.1.0", lifespan=lifespan)
     app.state.fedq = state
     install_error_handlers(app)
     app.include_router(routes_watch.router)
     app.include_router(routes_jobs.router)
+    app.include_router(routes_logs.router)
     app.include_router(routes_actions.router)
     app.include_router(routes_admin.router)
     app.include_router(routes_tokens.router)

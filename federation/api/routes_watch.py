@@ -37,10 +37,19 @@ _FORMAT = (
     "reconnect). Comment lines (`: keepalive`) come every 15 s on an idle stream. Reconnect with "
     "`since=<last id>` (or the `Last-Event-ID` header) to miss nothing and repeat nothing."
 )
+
+
+def stream_responses(format_: str) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI answers of a route that streams (``format_``: what its messages are)."""
+    return {
+        200: {"content": {sse.MEDIA_TYPE: {"schema": {"type": "string", "description": format_}}}},
+        429: {**ERROR_RESPONSES[429], "description": "too many event streams open for this tenant on this server"},
+    }
+
+
 STREAM_RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: {"content": {sse.MEDIA_TYPE: {"schema": {"type": "string", "description": _FORMAT}}}},
+    **stream_responses(_FORMAT),
     410: {**ERROR_RESPONSES[404], "description": "the revision to resume after is compacted: " + RELIST},
-    429: {**ERROR_RESPONSES[429], "description": "too many event streams open for this tenant on this server"},
 }
 _SINCE_HELP = "with watch=true: resume after this revision (a message's id); Last-Event-ID does the same"
 
@@ -102,7 +111,9 @@ async def _resumable(state: State, after: int) -> None:
         raise ApiError(410, f"revision {after} is compacted: {RELIST}") from None
 
 
-def _stream(state: State, who: Principal, first: list[Message], rest: AsyncIterator[Message | None]) -> EventStream:
+def event_stream(
+    state: State, who: Principal, first: list[Message], rest: AsyncIterator[Message | None]
+) -> EventStream:
     """``first`` then ``rest`` as SSE, holding one of the caller's stream slots until it ends."""
     try:
         release = state.watches.take(who.name)
@@ -136,7 +147,9 @@ async def watch_listing(
     if stream.after is not None:
         await _resumable(state, stream.after)
     after = stream.after if stream.after is not None else await state.store.revision()
-    return _stream(state, who, [listing_start(after)], listing_messages(state.store, listing, after, KEEPALIVE_EVERY))
+    return event_stream(
+        state, who, [listing_start(after)], listing_messages(state.store, listing, after, KEEPALIVE_EVERY)
+    )
 
 
 @router.get("/{job_id}/events", response_model=JobHistory, responses=STREAM_RESPONSES)
@@ -162,4 +175,4 @@ async def job_events(
     else:
         first = [job_message(record, revision)]
     after = revision if stream.after is None else stream.after
-    return _stream(state, who, first, job_messages(state.store, job_id, after, KEEPALIVE_EVERY))
+    return event_stream(state, who, first, job_messages(state.store, job_id, after, KEEPALIVE_EVERY))

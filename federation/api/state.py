@@ -16,6 +16,7 @@ from federation.audit import AuditLog
 from federation.auth import TokenStore
 from federation.clusters import ClusterService
 from federation.config import FederationConfig
+from federation.joblogs.store import LogStore
 from federation.jobs import JobRepository
 from federation.models import QueueTree, QueueTreeConfig
 from federation.quotas import QuotaLedger, StoreBudget
@@ -135,4 +136,5 @@ class ServerState:
     usage: QuotaLedger
     submits: Submits
     watches: WatchLimiter
+    logs: LogStore
     reports: ReportGate = field(default_factory=ReportGate)

@@ -8,7 +8,7 @@ import sys
 import time
 
 from federation import up
-from federation.cli import actions, admin, jobs, report, server, simulate
+from federation.cli import actions, admin, jobs, logs, report, server, simulate
 from federation.cli.context import common_options
 from federation.cli.output import fail
 from federation.client import FedqError
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     server.register(sub)
     jobs.register(sub, common)
+    logs.register(sub, common)
     actions.register(sub, common)
     admin.register(sub, common)
     report.register(sub, common)

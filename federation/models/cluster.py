@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from federation.capabilities import FIELDS, refuses_labels
 from federation.lifecycle.events import AgentUpdate, RetryPolicy
 from federation.models.job import JobRecord, JobSpecBody, JobState, _check_labels
+from federation.models.logs import MAX_CHUNKS_PER_REPORT, LogAck, LogChunk, LogLimits
 from federation.models.numbers import Integer
 from federation.models.resources import Resources
 from policies import resources as res
@@ -150,6 +151,8 @@ class ClusterReport(_Strict):
     honours: list[str] = Field(default_factory=list, max_length=len(FIELDS))
     """The optional job fields the cluster's backend honours (``federation.capabilities``); an agent that
     says nothing honours none, so it is sent no job that uses one."""
+    logs: list[LogChunk] = Field(default_factory=list, max_length=MAX_CHUNKS_PER_REPORT)
+    """Its runs' new output lines, within the reply's ``log_limits`` (``federation/joblogs``)."""
 
 
 RunningRef = tuple[str, int, float | None]
@@ -219,6 +222,9 @@ class ReportReply(_Strict):
     lease: float | None = Field(None, gt=0)
     """The federation's ``cluster.lostAfter``: how long the agent may keep its runs without a reply
     (its job lease); past it the agent stops them, as the federation requeues them at ``requeueAfter``."""
+    log_acks: list[LogAck] = Field(default_factory=list)
+    log_limits: LogLimits | None = None
+    """None: this federation takes no output (the simulator's), so the agent ships none."""
 
 
 class JoinRequest(_Strict):
