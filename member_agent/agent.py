@@ -13,6 +13,7 @@ requeued them meanwhile.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import Any
 
 import structlog
@@ -25,6 +26,7 @@ from member_agent.backends import honoured_fields
 from member_agent.backends.base import Backend, JobRejected, LaunchError
 from member_agent.capacity import summarise
 from member_agent.local_scheduler import LocalScheduler
+from member_agent.log_shipper import LogShipper
 from member_agent.tracker import JobTracker, LocalJob
 from policies.clock import Clock
 
@@ -59,6 +61,7 @@ class Agent:
         self.clock = clock
         self.report_interval = report_interval
         self.tracker = JobTracker(clock)
+        self.shipper = LogShipper()
         self.honours = sorted(honoured_fields(backend.name))  # reported: the federation sends nothing else
         self._reconciled = False
         self._launch_failures: dict[str, int] = {}
@@ -148,6 +151,8 @@ class Agent:
             failed = self.tracker.observe(status)
             if failed is not None:
                 self.backend.kill(failed.job_id, failed.epoch, "gang member failed")
+        if self.shipper.limits is not None:
+            self.shipper.add(self.backend.logs())
 
     def build_report(self) -> ClusterReport:
         """What the federation hears this round, within the report's limits: updates beyond
@@ -165,6 +170,7 @@ class Agent:
             updates=self.tracker.outbox()[:MAX_ITEMS_PER_REPORT],
             known=None if self._reconciled else self.tracker.known(),
             honours=self.honours,
+            logs=self.shipper.chunks(),
         )
         self._sent_at = self.clock.now()
         return report
@@ -175,6 +181,8 @@ class Agent:
         self._reconciled = True
         self._heard_at = self._sent_at
         self.lease = reply.lease
+        self.shipper.limits = reply.log_limits
+        self.shipper.acknowledge(reply.log_acks, report.logs)
         if self.fenced:
             self.fenced = False
             self.log.info("federation heard again: fenced runs reported stopped")
@@ -227,6 +235,8 @@ class Agent:
 
     def _launch(self, job: LocalJob, placement: dict[tuple[str, int], str]) -> bool:
         launches = job.launches(placement)
+        if self.shipper.limits is not None:
+            launches = [replace(task, log_limit=self.shipper.limits.max_bytes_per_job) for task in launches]
         try:
             self.backend.launch(launches)
         except JobRejected as exc:

@@ -59,6 +59,7 @@ class TaskLaunch:
     image_pull_policy: str | None = None
     working_dir: str | None = None
     runtime_env: dict[str, Any] | None = None  # Ray backend only: Ray's runtime env, as the job gave it
+    log_limit: int | None = None  # bytes of output the backend keeps (the federation's logs.maxBytesPerJob)
 
     @property
     def task_id(self) -> str:
@@ -84,6 +85,23 @@ class TaskReport:
     @property
     def task_id(self) -> str:
         return task_id(self.job_id, self.task_name, self.index)
+
+
+@dataclass(frozen=True)
+class LogLines:
+    """New output of one stream (``stdout``/``stderr``) of one run: ``lines`` as (time printed, text),
+    numbered in their stream from ``first``; ``dropped``: bytes not kept past the launch's ``log_limit``;
+    ``ended``: the run has ended and this is the stream's last."""
+
+    job_id: str
+    task_name: str
+    index: int
+    epoch: int
+    stream: str
+    first: int
+    lines: tuple[tuple[float, str], ...] = ()
+    dropped: int = 0
+    ended: bool = False
 
 
 def task_id(job_id: str, task_name: str, index: int) -> str:
@@ -121,6 +139,11 @@ class Backend(Protocol):
 
     def tasks(self) -> list[TaskReport]:
         """The current status of every task the backend knows of: what a restarted agent reconciles from."""
+        ...
+
+    def logs(self) -> list[LogLines]:
+        """Output its runs printed since the previous call, each line once; a run's last lines (``ended``)
+        come no later than the call after ``poll`` returned its final status."""
         ...
 
     def close(self) -> None: ...

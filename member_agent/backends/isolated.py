@@ -23,7 +23,7 @@ from typing import Any
 import structlog
 
 from federation.parent_death import die_with_parent
-from member_agent.backends.base import Backend, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskReport
+from member_agent.backends.base import Backend, LaunchError, LogLines, NodeView, TaskLaunch, TaskPhase, TaskReport
 from policies.clock import Clock, SystemClock
 
 log = structlog.get_logger("fedq.agent")
@@ -86,6 +86,11 @@ class BackendProcess:
         listed: list[TaskReport] = self._call("tasks", default=list(self._live.values()))
         self._note(listed)
         return listed
+
+    def logs(self) -> list[LogLines]:
+        """Lines still in the child when it dies are lost with it (its runs' last lines, at most)."""
+        answer: list[LogLines] = self._call("logs", default=[])
+        return answer
 
     def close(self) -> None:
         if self._pipe is not None and self._alive():

@@ -21,11 +21,12 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from federation.models.resources import GPU
-from member_agent.backends.base import LaunchError, NodeView, TaskLaunch, TaskPhase, TaskReport
+from member_agent.backends.base import LaunchError, LogLines, NodeView, TaskLaunch, TaskPhase, TaskReport
 from member_agent.backends.k8s_cache import ClusterCache, Launched
 from member_agent.backends.k8s_config import KubernetesSettings, load_api_client
 from member_agent.backends.k8s_informer import Informer, Sink
-from member_agent.backends.k8s_pods import PodTemplate, build_pod, metadata, name_of, pod_requests
+from member_agent.backends.k8s_logs import PodLogs
+from member_agent.backends.k8s_pods import PodTemplate, build_pod, metadata, name_of, pod_name, pod_requests
 from policies.clock import Clock, SystemClock
 
 log = structlog.get_logger(__name__)
@@ -77,6 +78,7 @@ class KubernetesBackend:
             resource_names=renamed,
         )
         self._cache = ClusterCache(namespace, self._clock)
+        self._pod_logs = PodLogs(self._core, namespace, self.settings.request_timeout_seconds)
         self._informers = [
             self._informer("nodes", self._core.list_node, client.V1Node, self._cache.node_sink),
             self._informer("pods", self._core.list_pod_for_all_namespaces, client.V1Pod, self._cache.pod_sink),
@@ -162,6 +164,8 @@ class KubernetesBackend:
                 for task, pod in zip(gang, created, strict=True)
             ]
         )
+        for task, pod in zip(gang, created, strict=True):
+            self._pod_logs.follow(name_of(pod), task)
         log.info("gang bound", job_id=gang[0].job_id, epoch=gang[0].epoch, pods=names)
 
     def kill(self, job_id: str, epoch: int | None = None, reason: str = "cancelled") -> None:
@@ -182,6 +186,11 @@ class KubernetesBackend:
 
     def tasks(self) -> list[TaskReport]:
         return self._cache.tasks()
+
+    def logs(self) -> list[LogLines]:
+        """The pod log API's new lines of the runs launched with a log limit (``k8s_logs``)."""
+        statuses = {pod_name(t.job_id, t.task_name, t.index, t.epoch): t for t in self._cache.tasks()}
+        return self._pod_logs.read(statuses)
 
     def close(self) -> None:
         if self._closed:

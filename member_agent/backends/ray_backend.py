@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import ray
@@ -31,10 +31,18 @@ from ray.util.placement_group import PlacementGroup, placement_group, placement_
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy, PlacementGroupSchedulingStrategy
 
 from member_agent.backends import ray_runner
-from member_agent.backends.base import JobRejected, LaunchError, NodeView, TaskLaunch, TaskPhase, TaskReport
+from member_agent.backends.base import (
+    JobRejected,
+    LaunchError,
+    LogLines,
+    NodeView,
+    TaskLaunch,
+    TaskPhase,
+    TaskReport,
+)
 from member_agent.backends.ray_capacity import node_usage
 from member_agent.backends.ray_resources import RayRequest, to_ray
-from member_agent.backends.ray_runner import RunInfo, RunState, TaskRunner
+from member_agent.backends.ray_runner import STREAMS, Output, RunInfo, RunState, TaskRunner
 from policies.clock import Clock, SystemClock
 
 NAMESPACE = "fedq"
@@ -58,6 +66,19 @@ class _Run:
     status: TaskReport
     placement_group: str  # hex id, "" when the run reserved nothing
     wait_ref: Any = None  # the pending ``wait`` call while the run is not finished
+    held: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STREAMS, 0))  # output lines read so far
+
+    def output(self, answer: dict[str, Output], ended: bool) -> list[LogLines]:
+        """A runner's ``read_logs`` answer as the protocol's ``LogLines``, counted as read."""
+        status = self.status
+        out = []
+        for stream, part in answer.items():
+            lines = tuple((float(when), str(text)) for when, text in part["lines"])
+            self.held[stream] = part["first"] + len(lines)
+            if lines or part["dropped"] or ended:
+                batch = (stream, part["first"], lines, part["dropped"], ended)
+                out.append(LogLines(status.job_id, status.task_name, status.index, status.epoch, *batch))
+        return out
 
 
 class RayBackend:
@@ -88,6 +109,7 @@ class RayBackend:
         self._group_members: dict[str, set[str]] = {}  # placement group hex id -> unfinished run names
         self._reaped: set[str] = set()  # runs killed after their end, while Ray may still list their name
         self._events: list[TaskReport] = []
+        self._output: list[LogLines] = []  # the last lines of runs that ended, read before their actor went
         self._adopt()
         self._drop_orphan_groups()
 
@@ -174,6 +196,21 @@ class RayBackend:
         self._collect_finished()
         return [run.status for run in self._runs.values()]
 
+    def logs(self) -> list[LogLines]:
+        """What each live runner printed since the last call (all at once, each call bounded), then the
+        last lines of runs that ended."""
+        calls = {run.handle.read_logs.remote(dict(run.held)): run for run in self._runs.values() if run.wait_ref}
+        out: list[LogLines] = []
+        if calls:
+            ready, _ = ray.wait(list(calls), num_returns=len(calls), timeout=_RPC_TIMEOUT)
+            for ref in ready:
+                try:
+                    out.extend(calls[ref].output(ray.get(ref), ended=False))
+                except RayError:
+                    continue  # a runner that cannot answer now: its lines come with a later call
+        ended, self._output = self._output, []
+        return out + ended
+
     def close(self) -> None:
         """Disconnect; runs keep going (a restarted agent adopts them). Shuts Ray down only if we started it."""
         self._waiting.clear()
@@ -246,7 +283,15 @@ class RayBackend:
             resources=request.custom,
             scheduling_strategy=strategy,
             runtime_env=launch.runtime_env,
-        ).remote(info, list(launch.command), dict(launch.env), launch.walltime, self._log_tail_lines, self._stop_grace)
+        ).remote(
+            info,
+            list(launch.command),
+            dict(launch.env),
+            launch.walltime,
+            self._log_tail_lines,
+            self._stop_grace,
+            launch.log_limit,
+        )
 
     def _undo(self, handles: list[Any], group: PlacementGroup | None) -> None:
         """Stop whatever of a failed launch did start, then drop its actors and its reservation."""
@@ -316,6 +361,13 @@ class RayBackend:
         if run.wait_ref is not None:
             self._waiting.pop(run.wait_ref, None)
             run.wait_ref = None
+        try:
+            last: dict[str, Output] = ray.get(run.handle.read_logs.remote(dict(run.held)), timeout=_RPC_TIMEOUT)
+        except RayError:
+            last = {
+                stream: {"first": held, "lines": [], "dropped": 0, "ended": True} for stream, held in run.held.items()
+            }
+        self._output.extend(run.output(last, ended=True))
         ray.kill(run.handle, no_restart=True)
         self._reaped.add(name)
         members = self._group_members.get(run.placement_group)

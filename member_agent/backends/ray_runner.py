@@ -34,7 +34,7 @@ signal.signal(signal.SIGTERM, lambda *_: None)  # the group's SIGTERM is for the
 try:
     proc = subprocess.Popen(command)
 except OSError as exc:
-    print(f"cannot start {command[0]!r}: {exc}", flush=True)
+    print(f"cannot start {command[0]!r}: {exc}", file=sys.stderr, flush=True)
     sys.exit(127)
 ended = os.pidfd_open(proc.pid)
 forked = os.fork()
@@ -69,6 +69,19 @@ class RunInfo(TypedDict):
     placement_group: str
 
 
+class Output(TypedDict):
+    """New lines of one stream (``read_logs``): numbered from ``first``; ``dropped``: bytes past the
+    run's log limit, not kept; ``ended``: the run is over and these are its last."""
+
+    first: int
+    lines: list[tuple[float, str]]
+    dropped: int
+    ended: bool
+
+
+STREAMS = ("stdout", "stderr")
+
+
 class RunState(TypedDict):
     """Where the run is; ``phase`` uses ``TaskPhase`` values."""
 
@@ -92,10 +105,17 @@ class TaskRunner:
         walltime: float | None,
         log_tail_lines: int,
         stop_grace: float,
+        log_limit: int | None = None,
     ) -> None:
+        """``log_limit``: bytes of output kept (both streams) until read; the rest is counted, not kept."""
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._tail: deque[str] = deque(maxlen=max(log_tail_lines, 0))
+        self._log_limit = log_limit
+        self._kept = 0
+        self._output: dict[str, deque[tuple[float, str]]] = {name: deque() for name in STREAMS}
+        self._first = dict.fromkeys(STREAMS, 0)  # the number of each stream's oldest line still held
+        self._dropped = dict.fromkeys(STREAMS, 0)
         self._stop_grace = stop_grace
         self._stop_reason = ""
         self._reaped = False
@@ -114,16 +134,20 @@ class TaskRunner:
                 env={**os.environ, **env},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
+                stderr=subprocess.PIPE,
                 start_new_session=True,
             )
         except OSError as exc:
             self._proc = None
-            self._tail.append(f"cannot start {command[0]!r}: {exc}")
+            self._keep("stderr", f"cannot start {command[0]!r}: {exc}")
             self._end("Failed", 127, "start failed")
             return
-        self._reader = threading.Thread(target=self._read_output, daemon=True)
-        self._reader.start()
+        self._readers = [
+            threading.Thread(target=self._read_output, args=(name, pipe), daemon=True)
+            for name, pipe in (("stdout", self._proc.stdout), ("stderr", self._proc.stderr))
+        ]
+        for reader in self._readers:
+            reader.start()
         threading.Thread(target=self._monitor, daemon=True).start()
         if walltime is not None:
             timer = threading.Timer(walltime, self.stop, args=("walltime",))
@@ -133,6 +157,21 @@ class TaskRunner:
     def status(self) -> RunState:
         with self._lock:
             return self._snapshot()
+
+    def read_logs(self, held: dict[str, int]) -> dict[str, Output]:
+        """Each stream's lines from number ``held[stream]`` on; the lines before it are let go (the
+        caller has them)."""
+        with self._lock:
+            ended = self._done.is_set()
+            out: dict[str, Output] = {}
+            for name, lines in self._output.items():
+                start = held.get(name, 0)
+                while lines and self._first[name] < start:
+                    lines.popleft()
+                    self._first[name] += 1
+                dropped, self._dropped[name] = self._dropped[name], 0
+                out[name] = {"first": self._first[name], "lines": list(lines), "dropped": dropped, "ended": ended}
+            return out
 
     def wait(self, timeout: float) -> RunState:
         """Returns when the process has ended, or after ``timeout``: the backend keeps one call pending.
@@ -163,7 +202,8 @@ class TaskRunner:
             self._signal_group(signal.SIGKILL)
             code = self._proc.wait()
             self._reaped = True
-        self._reader.join(_READER_JOIN)
+        for reader in self._readers:
+            reader.join(_READER_JOIN)
         with self._lock:
             if self._stop_reason:
                 self._end("Killed", code, self._stop_reason)
@@ -172,13 +212,20 @@ class TaskRunner:
             else:
                 self._end("Failed", code, f"killed by signal {-code}" if code < 0 else f"exit code {code}")
 
-    def _read_output(self) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
-        stdout = self._proc.stdout
-        while raw := stdout.readline(_MAX_LINE):
-            line = raw.decode(errors="replace").rstrip("\n")
-            with self._lock:
-                self._tail.append(line)
+    def _read_output(self, name: str, pipe: Any) -> None:
+        while raw := pipe.readline(_MAX_LINE):
+            if self._log_limit is not None and self._kept + len(raw) > self._log_limit:
+                with self._lock:  # past the limit: drained and counted, never held
+                    self._dropped[name] += len(raw)
+                continue
+            self._keep(name, raw.decode(errors="replace").rstrip("\n"))
+
+    def _keep(self, name: str, line: str) -> None:
+        with self._lock:
+            self._tail.append(line)
+            if self._log_limit is not None:
+                self._kept += len(line.encode()) + 1
+                self._output[name].append((time.time(), line))
 
     def _signal_group(self, sig: signal.Signals) -> None:
         if self._proc is None or self._reaped:

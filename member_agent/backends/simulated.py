@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from federation.models.resources import parse_resources
-from member_agent.backends.base import LaunchError, NodeView, TaskLaunch, TaskPhase, TaskReport
+from member_agent.backends.base import LaunchError, LogLines, NodeView, TaskLaunch, TaskPhase, TaskReport
 from policies.clock import Clock
 from policies.units import parse_duration
 
@@ -23,6 +23,15 @@ _GROUP_KEYS = frozenset({"count", "resources", "labels", "namePrefix", "unschedu
 _CONFIG_KEYS = frozenset({"nodes", "defaultRuntime"})
 
 RunKey = tuple[str, int]  # (task id, epoch): one run of one task
+SYNTHETIC = {"stdout": ("FEDQ_SIM_STDOUT_LINES", 2), "stderr": ("FEDQ_SIM_STDERR_LINES", 0)}
+"""A run's synthetic output: per stream, the task env variable that says how many lines, and the default."""
+MAX_SYNTHETIC = 1_000_000
+
+
+def synthetic_count(env: Mapping[str, str], stream: str) -> int:
+    name, default = SYNTHETIC[stream]
+    value = env.get(name, "")
+    return min(int(value), MAX_SYNTHETIC) if value.isdigit() else default
 
 
 class _Node:
@@ -71,7 +80,7 @@ class _Node:
 
 
 class _Run:
-    __slots__ = ("launch", "status", "end", "over_walltime", "active")
+    __slots__ = ("launch", "status", "end", "over_walltime", "active", "printed")
 
     def __init__(self, launch: TaskLaunch, status: TaskReport, end: float, over_walltime: bool) -> None:
         self.launch = launch
@@ -79,6 +88,30 @@ class _Run:
         self.end = end
         self.over_walltime = over_walltime
         self.active = True
+        self.printed = {stream: 0 for stream in SYNTHETIC}  # lines handed out by ``logs``
+
+    def output(self, now: float) -> list[LogLines]:
+        """Its synthetic lines due by ``now`` (or its end), line k of n printed k/n of its way through (the last at its end)."""
+        launch, status = self.launch, self.status
+        start = status.started_at or now
+        until = min(now, status.finished_at) if status.finished_at is not None else now
+        span = max(self.end - start, 1e-9)
+        out = []
+        for stream, printed in self.printed.items():
+            total = synthetic_count(launch.env, stream)
+            due = [k for k in range(printed, total) if start + span * (k + 1) / total <= until]
+            ended = status.phase.terminal
+            if due or ended:
+                lines = tuple(
+                    (start + span * (k + 1) / total, f"{launch.task_id} {stream} line {k + 1}/{total}") for k in due
+                )
+                out.append(
+                    LogLines(
+                        launch.job_id, launch.task_name, launch.index, launch.epoch, stream, printed, lines, 0, ended
+                    )
+                )
+                self.printed[stream] = printed + len(due)
+        return out
 
 
 class SimulatedBackend:
@@ -101,6 +134,7 @@ class SimulatedBackend:
         self._ends: list[tuple[float, int, _Run]] = []  # (end, launch order, run); ties never reach the run
         self._seq = 0
         self._events: list[TaskReport] = []
+        self._printing: dict[RunKey, _Run] = {}  # runs launched with a log limit: their output is asked for
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], clock: Clock) -> SimulatedBackend:
@@ -152,6 +186,18 @@ class SimulatedBackend:
         """Running tasks and those that ended since the last ``poll``."""
         self.advance()
         return [run.status for run in self._runs.values()]
+
+    def logs(self) -> list[LogLines]:
+        """Synthetic lines (``SYNTHETIC``) of the runs launched with a ``log_limit`` (an agent whose
+        federation takes output): the simulator's runs print nothing and cost nothing."""
+        self.advance()
+        now = self._clock.now()
+        out = []
+        for key, run in list(self._printing.items()):
+            out.extend(run.output(now))
+            if run.status.phase.terminal:
+                del self._printing[key]
+        return out
 
     def close(self) -> None:
         """Nothing to release: the cluster is only memory."""
@@ -212,6 +258,8 @@ class SimulatedBackend:
         )
         run = _Run(launch, status, end, over_walltime)
         self._runs[key] = run
+        if launch.log_limit is not None:
+            self._printing[key] = run
         self._active_by_job.setdefault(launch.job_id, set()).add(key)
         self._use(launch, 1.0)
         self._seq += 1

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from member_agent.backends.base import LaunchError, NodeView, TaskLaunch, TaskPhase, TaskReport
+from member_agent.backends.base import LaunchError, LogLines, NodeView, TaskLaunch, TaskPhase, TaskReport
 from policies.clock import Clock
 
 
@@ -40,6 +40,9 @@ class FileBackend:
             os._exit(1)
 
     def poll(self) -> list[TaskReport]:
+        return []
+
+    def logs(self) -> list[LogLines]:
         return []
 
     def tasks(self) -> list[TaskReport]:

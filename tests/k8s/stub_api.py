@@ -34,6 +34,8 @@ from tests.k8s import discovery
 _MODELS: dict[str, Any] = {"nodes": client.V1Node, "pods": client.V1Pod, "secrets": client.V1Secret}
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _POD = re.compile(r"^/api/v1/namespaces/([^/]+)/pods(?:/([^/]+))?(/binding)?$")
+_LOG = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/log$")
+_STREAMS = {None: ("stdout", "stderr"), "All": ("stdout", "stderr"), "Stdout": ("stdout",), "Stderr": ("stderr",)}
 _SECRET = re.compile(r"^/api/v1/namespaces/([^/]+)/secrets(?:/([^/]+))?$")
 
 
@@ -135,6 +137,7 @@ class StubApiServer:
         self._bookmark_gen = 0
         self._bookmarks_sent: dict[str, int] = {}
         self._failures: list[_Failure] = []
+        self._pod_logs: dict[tuple[str, str], list[tuple[float, str, str]]] = {}  # (time, stream, text)
         self._snapshots: dict[str, tuple[int, list[dict[str, Any]]]] = {}
         self._watches: list[tuple[str, str]] = []  # (resource, resourceVersion asked for), in order
         self._server: ThreadingHTTPServer | None = None
@@ -253,6 +256,34 @@ class StubApiServer:
             created = self._create_pod(namespace, pod)
             created["status"]["phase"] = phase
             self._commit("pods", "MODIFIED", created)
+
+    def write_log(self, name: str, stream: str, lines: list[str], *, at: float | None = None) -> None:
+        """The pod's container printed ``lines`` to ``stream`` (stdout, stderr), at ``at`` (default now)."""
+        when = time.time() if at is None else at
+        with self._cond:
+            pod = self._pod(name, None)
+            key = (pod["metadata"]["namespace"], name)
+            self._pod_logs.setdefault(key, []).extend((when, stream, line) for line in lines)
+
+    def _pod_log(self, namespace: str, name: str, query: dict[str, str]) -> bytes:
+        """``GET .../pods/NAME/log``: ``container``, ``stream`` (All, Stdout, Stderr: the split-streams
+        query of Kubernetes 1.32+), ``timestamps``, ``limitBytes``, as the kubelet answers them."""
+        with self._cond:
+            pod = self._pod(name, namespace)
+            containers = [c["name"] for c in pod["spec"]["containers"]]
+            if query.get("container", containers[0]) not in containers:
+                raise ApiError(400, "BadRequest", f"container {query['container']} is not valid for pod {name}")
+            if query.get("stream") not in _STREAMS:
+                raise ApiError(422, "Invalid", f"stream: Unsupported value: {query['stream']!r}")
+            wanted = _STREAMS[query.get("stream")]
+            entries = [e for e in self._pod_logs.get((namespace, name), []) if e[1] in wanted]
+        stamped = query.get("timestamps") == "true"
+        text = "".join(
+            (datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ") + " " if stamped else "") + line + "\n"
+            for when, _, line in entries
+        ).encode()
+        limit = query.get("limitBytes")
+        return text[: int(limit)] if limit else text
 
     def start_pod(self, name: str, namespace: str | None = None) -> None:
         """The kubelet started the pod's containers."""
@@ -437,6 +468,11 @@ class StubApiServer:
             self._inject_failure(request)
             if method == "GET" and path in ("/api/v1/nodes", "/api/v1/pods") and query.get("watch") in ("true", "1"):
                 self._watch(handler, path.rsplit("/", 1)[1], query)
+                return
+            log = _LOG.match(path)
+            if method == "GET" and log:
+                namespace, name = log.groups()
+                handler.send_text(200, self._pod_log(namespace, name, query))
                 return
             code, reply = self._route(request)
         except ApiError as err:
@@ -673,6 +709,13 @@ class _Handler(BaseHTTPRequestHandler):
         data = json.dumps(body).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def send_text(self, code: int, data: bytes) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
