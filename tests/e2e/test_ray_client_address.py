@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from federation.launcher import wait_until
 from member_agent.backends.base import TaskLaunch, TaskPhase, TaskReport
 from member_agent.backends.isolated import BackendProcess
 from policies.clock import SystemClock
@@ -31,7 +32,8 @@ def test_a_ray_client_address_joins_the_cluster_and_runs_a_task(head: RayHead) -
         "ray", "member_agent.backends.ray_backend:RayBackend", {"address": head.client_address}, SystemClock()
     )
     try:
-        [node] = backend.nodes()
+        # Ray Client's server may still be starting: the backend retries as the agent's would.
+        [node] = wait_until(backend.nodes, 90, "the backend to reach the head through Ray Client")
         assert node.allocatable["cpu"] == 1.0
         backend.launch([TaskLaunch("client", "main", 0, 1, node.name, {"cpu": 1.0}, ("sh", "-c", "echo via client"))])
         seen: list[TaskReport] = []
