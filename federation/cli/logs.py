@@ -5,20 +5,20 @@ prints new ones as they come, until the job has ended and its output is complete
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
-import yaml
-
 from federation.cli.context import client_from, output_of
-from policies.units import parse_duration
 
 
 def _print(line: dict[str, Any], output: str, prefix: bool) -> None:
     if output == "json":
+        import json
+
         text = json.dumps(line)
     elif output == "yaml":
+        import yaml
+
         text = "---\n" + yaml.safe_dump(line, sort_keys=False).rstrip("\n")
     else:
         text = f"[{line['task']}] {line['text']}" if prefix else line["text"]
@@ -27,6 +27,8 @@ def _print(line: dict[str, Any], output: str, prefix: bool) -> None:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
+    from policies.units import parse_duration
+
     since = None if args.since is None else parse_duration(args.since)
     if since is not None and since <= 0:
         raise ValueError(f"--since {args.since}: give a positive duration, e.g. 10m")
