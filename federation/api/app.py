@@ -57,8 +57,8 @@ def create_app(
     config = config or FederationConfig()
     tokens = TokenStore(store, clock, admin_token, bootstrap_ttl=config.auth.token_ttl)
     jobs = JobRepository(store)
-    state = ServerState(
     logs = LogStore(None if config.logs.dir is None else Path(config.logs.dir), config.logs.max_bytes_per_job)
+    state = ServerState(
         store=store,
         config=config,
         clock=clock,
@@ -74,8 +74,8 @@ def create_app(
         usage=QuotaLedger(store, clock),
         submits=Submits(store, clock),
         watches=WatchLimiter(config.api.max_watches_per_tenant),
-    )
         logs=logs,
+    )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -88,14 +88,13 @@ def create_app(
             sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sweeper
-            logs.close()
 
     app = DocumentedApp(title="fedq", version="0.1.0", lifespan=lifespan)
     app.state.fedq = state
     install_error_handlers(app)
     app.include_router(routes_watch.router)
-    app.include_router(routes_jobs.router)
     app.include_router(routes_logs.router)
+    app.include_router(routes_jobs.router)
     app.include_router(routes_actions.router)
     app.include_router(routes_admin.router)
     app.include_router(routes_tokens.router)

@@ -30,7 +30,7 @@ async def sweep_forever(store: Store, logs: LogStore, every: float = SWEEP_EVERY
     while True:
         try:
             removed = await sweep(store, logs)
-        except StoreError as exc:
+        except (StoreError, OSError) as exc:
             log.warning("log sweep failed; retrying", error=str(exc))
         else:
             if removed:

@@ -69,7 +69,7 @@ class LogStore:
     worker thread) and serialised by one lock: a report's chunks are small and a job has one writer."""
 
     def __init__(self, root: Path | None, max_bytes_per_job: int) -> None:
-        """``root`` None: a temporary directory, removed by ``close`` (a dev server's logs)."""
+        """``root`` None: a temporary directory, removed with this store (a dev server's logs)."""
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         if root is None:
             self._scratch = tempfile.TemporaryDirectory(prefix="fedq-logs-")
@@ -78,10 +78,6 @@ class LogStore:
         self.max_bytes_per_job = max_bytes_per_job
         self._lock = threading.Lock()
         self.root.mkdir(parents=True, exist_ok=True)
-
-    def close(self) -> None:
-        if self._scratch is not None:
-            self._scratch.cleanup()
 
     # ---- paths ------------------------------------------------------------------------------------
 

@@ -187,3 +187,18 @@ async def test_following_shows_new_lines_and_resumes_after_a_cursor_then_ends_wi
             server.should_exit = True
             await serve
     await store.close()
+
+
+async def test_a_replica_serves_the_logs_an_agent_reported_to_another_through_the_shared_dir(
+    api: Api, tmp_path: Path
+) -> None:
+    job_id, credential = await running_job(api)
+    await report(api, "c1", credential, logs=[chunk(job_id, "worker-0", "stdout", 0, ["from replica one"])])
+    sections: dict[str, object] = {"logs": {"dir": str(tmp_path / "logs")}}  # the same dir as ``api``'s
+    async with serving(api.store, api.clock, sections=sections) as other:
+        response = await other.http.get(f"/v1/jobs/{job_id}/logs", headers=api.auth("admin"))
+        assert [line["text"] for line in response.json()["lines"]] == ["from replica one"]
+        await report(
+            other, "c1", credential, logs=[chunk(job_id, "worker-0", "stdout", 0, ["from replica one", "two"])]
+        )
+    assert [line["text"] for line in (await logs(api, job_id))["lines"]] == ["from replica one", "two"]
