@@ -91,7 +91,7 @@ class _Run:
         self.printed = {stream: 0 for stream in SYNTHETIC}  # lines handed out by ``logs``
 
     def output(self, now: float) -> list[LogLines]:
-        """Its synthetic lines due by ``now`` (or its end), line k of n printed k/n of its way through (the last at its end)."""
+        """Its synthetic lines due by ``now`` (or its end): line k of n printed k/n of its way through."""
         launch, status = self.launch, self.status
         start = status.started_at or now
         until = min(now, status.finished_at) if status.finished_at is not None else now
