@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import secrets
+import shutil
 import signal
 import socket
 import tempfile
@@ -24,12 +25,13 @@ from rich.table import Table
 
 from federation.cli.jobs import read_documents
 from federation.cli.output import console, emit
+from federation.cli.up import AGENTS, CONFIGS
 from federation.client import FedqClient
 from federation.config import load_yaml_file
+from federation.logs import configure_logging
 from federation.models import TERMINAL_STATES
+from policies.format import format_number, format_span
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
-AGENTS = {"ray-local": CONFIGS / "agents" / "ray.yaml", "sim-local": CONFIGS / "agents" / "simulated.yaml"}
 TERMINAL = {state.value for state in TERMINAL_STATES}
 MAX_ROWS = 40  # a bigger workload is summarised by state rather than listed job by job
 
@@ -99,8 +101,8 @@ def tenant_report(client: FedqClient, owners: dict[str, str]) -> list[list[Any]]
             sum(r["states"].values()),
             r["states"]["Succeeded"],
             r["states"]["Failed"],
-            f"{sum(r['waits']) / len(r['waits']):.1f}" if r["waits"] else "",
-            f"{r['core_s']:.1f}",
+            format_span(sum(r["waits"]) / len(r["waits"])) if r["waits"] else "",
+            format_number(round(r["core_s"], 1)),
         ]
         for tenant, r in sorted(rows.items())
     ]
@@ -129,19 +131,44 @@ def _check_port_free(port: int) -> None:
             ) from None
 
 
+def _data_dir(args: argparse.Namespace, stack: ExitStack) -> Path:
+    """``--workdir`` (kept), or a temp dir removed once everything has stopped unless ``--keep``."""
+    if args.workdir:
+        work = Path(args.workdir)
+        work.mkdir(parents=True, exist_ok=True)
+        console.print(f"data dir {work} (kept on exit)", highlight=False)
+        return work
+    work = Path(tempfile.mkdtemp(prefix="fedq-up-"))
+    if args.keep:
+        console.print(f"data dir {work} (kept on exit: --keep)", highlight=False)
+        return work
+
+    def remove(failed: type[BaseException] | None, *_: object) -> bool:
+        if failed is not None and not issubclass(failed, KeyboardInterrupt):
+            console.print(f"kept the data dir {work}: its logs say what went wrong", highlight=False)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+            console.print(f"removed the data dir {work} (--keep keeps it)", highlight=False)
+        return False
+
+    stack.push(remove)  # the first pushed: it runs after every process has stopped
+    console.print(f"data dir {work} (removed on exit; --keep keeps it)", highlight=False)
+    return work
+
+
 def run_up(args: argparse.Namespace) -> int:
     from federation.launcher import FedqProcess, ServerProcess, wait_until  # with the store: ~0.2 s of start-up
     from federation.store import EtcdServer
     from federation.tls import LOOPBACK_NAMES, ThrowawayCA
     from policies.clock import SystemClock
 
+    configure_logging()
     _check_port_free(args.port)
     _stop_like_ctrl_c()
-    work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="fedq-up-"))
-    work.mkdir(parents=True, exist_ok=True)
     admin = f"fedq_admin_{secrets.token_urlsafe(18)}"
     env = {"FEDQ_ADMIN_TOKEN": admin}
     with ExitStack() as stack:
+        work = _data_dir(args, stack)
         connection = None
         if args.store == "etcd":  # TLS (a throwaway CA) and etcd auth: fedq's user sees only its prefix
             etcd = stack.enter_context(EtcdServer(work / "etcd", clock=SystemClock()))
@@ -159,7 +186,12 @@ def run_up(args: argparse.Namespace) -> int:
             tls=(served, api_ca.cert),
         )
         stack.enter_context(server)
-        console.print(f"federation server {server.url} (log {work / 'server.log'}, its CA {api_ca.cert})")
+        console.print(f"federation server {server.url} (log {work / 'server.log'})")
+        console.print(
+            f"in another shell: export FEDQ_SERVER={server.url} FEDQ_TOKEN={admin} FEDQ_CA={api_ca.cert}",
+            highlight=False,
+            soft_wrap=True,
+        )
         client = stack.enter_context(FedqClient(server.url, admin, ca=str(api_ca.cert)))
         for name in args.agents:
             token = client.create_join_token(name)
@@ -205,16 +237,21 @@ def run_up(args: argparse.Namespace) -> int:
             {},
             "table",
             title="per-tenant report",
-            columns=["TENANT", "JOBS", "SUCCEEDED", "FAILED", "MEAN WAIT s", "CORE-SECONDS"],
+            columns=["TENANT", "JOBS", "SUCCEEDED", "FAILED", "MEAN WAIT", "CORE-SECONDS"],
             rows=tenant_report(client, owners),
         )
         unfinished = [job["id"] for job in jobs if job["state"] not in TERMINAL]
-        console.print(f"\nfedq is up: export FEDQ_SERVER={server.url} FEDQ_TOKEN={admin} FEDQ_CA={api_ca.cert}")
+        if args.exit:
+            console.print("the workload is done: stopping everything fedq up started (--exit)")
+            return 1 if unfinished else 0
+        console.print(
+            f"\nfedq is up at {server.url}: export FEDQ_SERVER={server.url} FEDQ_TOKEN={admin} FEDQ_CA={api_ca.cert}",
+            highlight=False,
+            soft_wrap=True,
+        )
         console.print(
             "try: fedq jobs | fedq clusters | fedq queues | fedq explain ID | fedq report quota | fedq report userprio"
         )
-        if args.exit:
-            return 1 if unfinished else 0
         console.print("Ctrl-C stops everything fedq up started.")
         try:
             while server.alive:
@@ -222,15 +259,3 @@ def run_up(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             console.print("stopping")
     return 0
-
-
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    up = sub.add_parser("up", help="run etcd, the server, two agents and a sample workload on this machine")
-    up.add_argument("--store", choices=["etcd", "memory"], default="etcd")
-    up.add_argument("--port", type=int, default=8080)
-    up.add_argument("--workdir", help="where logs, etcd data and credentials go (default: a temp dir)")
-    up.add_argument("--agents", nargs="+", choices=sorted(AGENTS), default=sorted(AGENTS))
-    up.add_argument("--workload", default=str(CONFIGS / "examples" / "workload.yaml"))
-    up.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the workload")
-    up.add_argument("--exit", action="store_true", help="stop everything once the workload is done")
-    up.set_defaults(func=run_up)

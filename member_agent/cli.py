@@ -7,20 +7,16 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
-
-import structlog
+from typing import TYPE_CHECKING, Any
 
 from federation.cli.context import ca_from, cert_from
-from federation.client import FedqClient
-from member_agent.agent import Agent
-from member_agent.backends import BACKENDS, Backend, create_backend
-from member_agent.config import AgentConfig, load_agent_config
-from member_agent.credentials import Credential, CredentialStore, FileCredentials
-from member_agent.local_scheduler import LocalScheduler
-from policies.clock import Clock, SystemClock
+from member_agent.backends import BACKENDS
 
-log = structlog.get_logger("fedq.agent")
+if TYPE_CHECKING:
+    from member_agent.backends import Backend
+    from member_agent.config import AgentConfig
+    from member_agent.credentials import Credential, CredentialStore
+    from policies.clock import Clock
 
 
 def _labels(text: str | None) -> dict[str, str]:
@@ -36,6 +32,12 @@ def _labels(text: str | None) -> dict[str, str]:
 
 
 def _config(args: argparse.Namespace) -> AgentConfig:
+    """The agent's config file with the flags over it; also sets up logging: an agent is a service
+    (its modules are imported here, not when ``fedq``'s parser is built)."""
+    from federation.logs import configure_logging
+    from member_agent.config import AgentConfig, load_agent_config
+
+    configure_logging()
     config = load_agent_config(args.config)
     overrides: dict[str, Any] = {}
     for flag, field in (
@@ -69,6 +71,12 @@ def _config(args: argparse.Namespace) -> AgentConfig:
 def run_agent(
     config: AgentConfig, credential: Credential, backend: Backend, clock: Clock, stop: threading.Event
 ) -> None:
+    import structlog
+
+    from federation.client import FedqClient
+    from member_agent.agent import Agent
+    from member_agent.local_scheduler import LocalScheduler
+
     scheduler = LocalScheduler.from_file(clock, config.scheduler)
     with FedqClient(credential.server, credential.token, ca=config.ca, cert=config.client_cert()) as client:
         agent = Agent(
@@ -80,7 +88,9 @@ def run_agent(
             report_interval=config.report_interval,
             lease=credential.lease,
         )
-        log.info("agent running", cluster=credential.cluster, backend=config.backend, server=credential.server)
+        structlog.get_logger("fedq.agent").info(
+            "agent running", cluster=credential.cluster, backend=config.backend, server=credential.server
+        )
         agent.run(stop)
 
 
@@ -88,6 +98,8 @@ def run_agent(
 def _backend(config: AgentConfig, clock: Clock) -> Iterator[Backend]:
     """The configured backend, closed on the way out. Built before anything is sent to the federation,
     so bad backend settings (or a Ray or Kubernetes that cannot be reached) do not spend a join token."""
+    from member_agent.backends import create_backend
+
     backend = create_backend(config.backend, dict(getattr(config, config.backend)), clock)
     try:
         yield backend
@@ -98,6 +110,8 @@ def _backend(config: AgentConfig, clock: Clock) -> Iterator[Backend]:
 @contextmanager
 def _credentials(config: AgentConfig) -> Iterator[CredentialStore]:
     """Where the credential is kept: the Secret of ``--credential-secret``, else the file."""
+    from member_agent.credentials import FileCredentials
+
     if not config.credential_secret:
         yield FileCredentials(config.credential_path())
         return
@@ -115,6 +129,12 @@ def _stop_on_signals() -> threading.Event:
 
 
 def cmd_join(args: argparse.Namespace) -> int:
+    import structlog
+
+    from federation.client import FedqClient
+    from member_agent.credentials import Credential
+    from policies.clock import SystemClock
+
     config = _config(args)
     clock = SystemClock()  # the one clock of this agent: its backend's and its scheduler's
     with _backend(config, clock) as backend:
@@ -129,13 +149,15 @@ def cmd_join(args: argparse.Namespace) -> int:
         )
         with _credentials(config) as store:
             store.save(credential)
-        log.info("joined", cluster=config.name, credential=store.where)
+        structlog.get_logger("fedq.agent").info("joined", cluster=config.name, credential=store.where)
         if not args.no_run:
             run_agent(config, credential, backend, clock, _stop_on_signals())
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from policies.clock import SystemClock
+
     config = _config(args)
     with _credentials(config) as store:
         credential = store.load()
@@ -148,12 +170,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    agent = sub.add_parser("agent", help="run a member-cluster agent")
+    agent = sub.add_parser(
+        "agent",
+        help="run a member-cluster agent",
+        epilog="e.g. fedq agent join --server https://fedq:8080 --token T --name gpu-eu --backend kubernetes",
+    )
     agent_sub = agent.add_subparsers(dest="agent_action", required=True)
     shared = argparse.ArgumentParser(add_help=False)
     shared.add_argument("--config", help="agent YAML (see configs/agents/)")
     shared.add_argument("--name", help="cluster name")
-    shared.add_argument("--backend", choices=list(BACKENDS))
+    shared.add_argument("--backend", choices=list(BACKENDS), help="what runs the tasks, e.g. ray")
     shared.add_argument("--labels", help="cluster labels, e.g. region=eu,tier=gpu")
     shared.add_argument("--credential-file", help="where the cluster credential is kept (mode 0600)")
     shared.add_argument(
@@ -166,12 +192,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     shared.add_argument("--cert", help="client certificate, for a server that requires one (env FEDQ_CERT)")
     shared.add_argument("--key", help="the client certificate's key (env FEDQ_KEY)")
 
-    join = agent_sub.add_parser("join", parents=[shared], help="join with a one-time token, then run")
+    join = agent_sub.add_parser(
+        "join",
+        parents=[shared],
+        help="join with a one-time token, then run",
+        epilog="e.g. fedq agent join --server https://fedq:8080 --token T --config configs/agents/ray.yaml",
+    )
     join.add_argument("--server", help="federation API URL (default: the config's server)")
     join.add_argument("--token", required=True, help="join token from `fedq token create --cluster NAME`")
     join.add_argument("--no-run", action="store_true", help="only join and store the credential")
     join.set_defaults(func=cmd_join)
 
-    run = agent_sub.add_parser("run", parents=[shared], help="run with the stored credential")
+    run = agent_sub.add_parser(
+        "run",
+        parents=[shared],
+        help="run with the stored credential",
+        epilog="e.g. fedq agent run --config configs/agents/ray.yaml   # after a restart: no new token",
+    )
     run.add_argument("--server", help=argparse.SUPPRESS)
     run.set_defaults(func=cmd_run)

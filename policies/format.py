@@ -71,13 +71,25 @@ def format_time(timestamp: float, *, local: bool = False) -> str:
     return (moment.astimezone() if local else moment).isoformat(timespec="seconds")
 
 
-def format_when(timestamp: float, now: float, *, local: bool = False) -> str:
-    """The time and how far it is from ``now``: '2026-12-02T10:00:00+00:00 (in 2h10m)', '(3m ago)'."""
+def format_ago(timestamp: float, now: float) -> str:
+    """How far a time is from ``now``: '3m ago', 'in 2h10m', 'now' (within a second)."""
     delta = timestamp - now
     if abs(delta) < 1:
-        relative = "now"
-    elif delta > 0:
-        relative = f"in {format_span(delta)}"
-    else:
-        relative = f"{format_span(delta)} ago"
-    return f"{format_time(timestamp, local=local)} ({relative})"
+        return "now"
+    return f"in {format_span(delta)}" if delta > 0 else f"{format_span(delta)} ago"
+
+
+def format_when(timestamp: float, now: float, *, local: bool = False) -> str:
+    """The time and how far it is from ``now``: '2026-12-02T10:00:00+00:00 (in 2h10m)', '(3m ago)'."""
+    return f"{format_time(timestamp, local=local)} ({format_ago(timestamp, now)})"
+
+
+def format_when_compact(timestamp: float, now: float, *, local: bool = False) -> str:
+    """``format_when`` for a narrow column: the time of day alone on ``now``'s date ('14:46:40 (3m ago)'),
+    else the date and the minute ('2026-12-01 10:00 (1d ago)'), in the same zone as ``format_time``."""
+    moment = datetime.fromtimestamp(timestamp, UTC)
+    today = datetime.fromtimestamp(now, UTC)
+    if local:
+        moment, today = moment.astimezone(), today.astimezone()
+    shown = moment.strftime("%H:%M:%S") if moment.date() == today.date() else moment.strftime("%Y-%m-%d %H:%M")
+    return f"{shown} ({format_ago(timestamp, now)})"

@@ -35,6 +35,9 @@ class JobSummary(_Open):
     state: str
     priority: int
     submit_time: float
+    start_time: float | None = None
+    """When its latest run started (None: not yet, or an index entry written before it was kept)."""
+    end_time: float | None = None
     cluster: str
     reason: str
     attempt: int

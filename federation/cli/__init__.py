@@ -1,27 +1,48 @@
 """The ``fedq`` command. Exit codes: 0 ok, 1 refused by the server or bad input, 2 usage,
-3 server unreachable or failing, 4 a job waited on (``submit --wait``, ``job --follow``) did not succeed."""
+3 server unreachable or failing, 4 a job waited on (``submit --wait``, ``job --follow``) did not succeed.
+
+Building the parser imports only the command modules, whose heavy imports (the HTTP client, rich,
+pydantic models, the server, the simulator, the agent) wait until their command runs: ``fedq jobs
+--help`` and ``fedq jobs`` start in a fraction of a second (``bench/cli.py``).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from collections.abc import Sequence
+from typing import Any
 
-from federation import up
-from federation.cli import actions, admin, jobs, logs, report, server, simulate
+from federation.cli import actions, admin, completion, jobs, logs, report, server, simulate, up
 from federation.cli.context import common_options
 from federation.cli.output import fail
-from federation.client import FedqError
-from federation.logs import configure_logging
 from member_agent import cli as agent_cli
 
 EXIT_REFUSED = 1
 EXIT_UNAVAILABLE = 3
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed package's, read only when asked (importlib.metadata is slow to load)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from importlib.metadata import version
+
+        parser.exit(message=f"fedq {version('fedq')}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = common_options()
-    parser = argparse.ArgumentParser(prog="fedq", description="Federated batch queue manager", parents=[common])
+    parser = argparse.ArgumentParser(
+        prog="fedq",
+        description="Federated batch queue manager: one queue over many clusters.",
+        epilog="e.g. fedq up; fedq submit job.yaml --wait; fedq jobs; fedq explain ID. `fedq COMMAND --help` for more.",
+    )
+    parser.add_argument("--version", action=_Version, help="print fedq's version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     server.register(sub)
     jobs.register(sub, common)
@@ -29,27 +50,36 @@ def build_parser() -> argparse.ArgumentParser:
     actions.register(sub, common)
     admin.register(sub, common)
     report.register(sub, common)
-    simulate.register(sub, common)
+    simulate.register(sub)
     agent_cli.register(sub)
     up.register(sub)
+    completion.register(sub, parser)
     return parser
+
+
+def _exit_code(exc: Exception) -> int | None:
+    """The exit code for an error a command may raise; None: a bug, shown with its traceback."""
+    if isinstance(exc, ValueError | OSError):  # bad input, or a file that cannot be read or written
+        return EXIT_REFUSED
+    client = sys.modules.get("federation.client")  # a FedqError means the client was loaded
+    if client is not None and isinstance(exc, client.FedqError):
+        return EXIT_UNAVAILABLE if exc.status == 0 or exc.status >= 500 else EXIT_REFUSED
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.now = time.time()  # the one clock read: commands show times relative to it
-    configure_logging()
     try:
         code: int = args.func(args)
         return code
-    except FedqError as exc:
-        return fail(str(exc), EXIT_UNAVAILABLE if exc.status == 0 or exc.status >= 500 else EXIT_REFUSED)
-    except ValueError as exc:
-        return fail(str(exc), EXIT_REFUSED)
-    except OSError as exc:  # a file that cannot be read or written: the server's errors arrive as FedqError
-        return fail(str(exc), EXIT_REFUSED)
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        exit_code = _exit_code(exc)
+        if exit_code is None:
+            raise
+        return fail(str(exc), exit_code)
 
 
 if __name__ == "__main__":

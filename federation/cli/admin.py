@@ -6,8 +6,7 @@ import argparse
 from typing import Any
 
 from federation.cli.context import client_from, output_of
-from federation.cli.output import emit
-from federation.config import load_yaml_file
+from federation.cli.output import Column, emit
 from policies.format import format_labels, format_resources, format_span, format_when
 
 
@@ -33,6 +32,8 @@ def _flatten(nodes: list[dict[str, Any]], depth: int = 0) -> list[list[Any]]:
 def cmd_queues(args: argparse.Namespace) -> int:
     with client_from(args) as client:
         if args.action == "apply":
+            from federation.config import load_yaml_file
+
             if not args.file:
                 raise ValueError("usage: fedq queues apply FILE")
             result = client.apply_queues(load_yaml_file(args.file) or {})
@@ -42,7 +43,16 @@ def cmd_queues(args: argparse.Namespace) -> int:
     emit(
         tree,
         output_of(args),
-        columns=["QUEUE", "WEIGHT", "GUARANTEE", "CAP", "SURPLUS", "TENANTS", "PENDING", "RUNNING"],
+        columns=[
+            "QUEUE",
+            Column("WEIGHT", drop=2),
+            Column("GUARANTEE", drop=4, fold=True),
+            Column("CAP", drop=3, fold=True),
+            Column("SURPLUS", wide=True),
+            Column("TENANTS", drop=1, fold=True),
+            "PENDING",
+            "RUNNING",
+        ],
         rows=_flatten(tree["queues"]),
     )
     return 0
@@ -108,7 +118,14 @@ def _token_rows(items: list[dict[str, Any]], now: float) -> list[list[Any]]:
     ]
 
 
-_TOKEN_COLUMNS = ["ID", "KIND", "FOR", "STATE", "CREATED", "ENDS"]
+_TOKEN_COLUMNS: list[str | Column] = [
+    "ID",
+    "KIND",
+    "FOR",
+    Column("STATE", fold=True),
+    Column("CREATED", drop=1),
+    "ENDS",
+]
 
 
 def cmd_token_list(args: argparse.Namespace) -> int:
@@ -156,33 +173,71 @@ def cmd_clusters(args: argparse.Namespace) -> int:
     emit(
         listing,
         output_of(args),
-        columns=["CLUSTER", "STATE", "BACKEND", "NODES", "CAPACITY", "FREE", "RUNNING", "LAST REPORT", "LABELS"],
+        columns=[
+            "CLUSTER",
+            "STATE",
+            Column("BACKEND", drop=2),
+            Column("NODES", drop=3),
+            Column("CAPACITY", drop=4, fold=True),
+            Column("FREE", fold=True),
+            "RUNNING",
+            Column("LAST REPORT", drop=1),
+            Column("LABELS", wide=True),
+        ],
         rows=rows,
     )
     return 0
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
-    queues = sub.add_parser("queues", parents=[common], help="show the queue tree, or apply one from a file")
-    queues.add_argument("action", nargs="?", choices=["show", "apply"], default="show")
-    queues.add_argument("file", nargs="?")
+    raw = argparse.RawDescriptionHelpFormatter
+    queues = sub.add_parser(
+        "queues",
+        parents=[common],
+        help="show the queue tree, or apply one from a file",
+        formatter_class=raw,
+        epilog="e.g. fedq queues\n     fedq queues apply configs/queues.yaml   # admin",
+    )
+    queues.add_argument("action", nargs="?", choices=["show", "apply"], default="show", help="show (default) or apply")
+    queues.add_argument("file", nargs="?", help="apply: the queue tree YAML, e.g. configs/queues.yaml")
     queues.set_defaults(func=cmd_queues)
 
-    clusters = sub.add_parser("clusters", parents=[common], help="list member clusters; cordon or uncordon one")
-    clusters.add_argument("action", nargs="?", choices=["list", "cordon", "uncordon"], default="list")
-    clusters.add_argument("name", nargs="?")
+    clusters = sub.add_parser(
+        "clusters",
+        parents=[common],
+        help="list member clusters; cordon or uncordon one",
+        formatter_class=raw,
+        epilog="e.g. fedq clusters -o wide\n     fedq clusters cordon ray-local   # admin: no new jobs there",
+    )
+    clusters.add_argument(
+        "action", nargs="?", choices=["list", "cordon", "uncordon"], default="list", help="list (default), or an action"
+    )
+    clusters.add_argument("name", nargs="?", help="cordon/uncordon: the cluster, e.g. ray-local")
     clusters.set_defaults(func=cmd_clusters)
 
-    token = sub.add_parser("token", parents=[common], help="create, list and revoke tokens (admin)")
-    token_sub = token.add_subparsers(dest="token_action", required=True)
-    create = token_sub.add_parser("create", parents=[common], help="create a token; it is shown this once")
+    token = sub.add_parser(
+        "token",
+        parents=[common],
+        help="create, list and revoke tokens (admin)",
+        formatter_class=raw,
+        epilog="e.g. fedq token create --tenant alice --ttl 30d\n     fedq token list --kind tenant",
+    )
+    token_sub = token.add_subparsers(dest="token_action", required=True, metavar="ACTION")
+    create = token_sub.add_parser(
+        "create",
+        parents=[common],
+        help="create a token; it is shown this once",
+        formatter_class=raw,
+        epilog="e.g. fedq token create --tenant alice\n"
+        "     fedq token create --cluster gpu-eu --allow-labels region=eu --max-capacity cpu=64,memory=256Gi",
+    )
     who = create.add_mutually_exclusive_group(required=True)
-    who.add_argument("--tenant", help="a tenant API token")
-    who.add_argument("--cluster", help="a one-time join token for a member cluster")
+    who.add_argument("--tenant", help="a tenant API token, e.g. alice")
+    who.add_argument("--cluster", help="a one-time join token for a member cluster, e.g. gpu-eu")
     who.add_argument(
         "--admin", nargs="?", const="admin", metavar="NAME", help="an admin token, named for its holder (rotation)"
     )
-    who.add_argument("--metrics", metavar="NAME", help="a token that reads /metrics and nothing else")
+    who.add_argument("--metrics", metavar="NAME", help="a token that reads /metrics and nothing else, e.g. prom")
     create.add_argument("--ttl", help="expire after e.g. 7d (default: the server's auth.tokenTtl or joinTokenTtl)")
     create.add_argument(
         "--allow-labels", metavar="K=V,...", help="a join token: the only labels the cluster may join with"
@@ -191,10 +246,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
         "--max-capacity", metavar="R=Q,...", help="a join token: the most its reports may claim (cpu=64,memory=256Gi)"
     )
     create.set_defaults(func=cmd_token_create)
-    listing = token_sub.add_parser("list", parents=[common], help="tokens with their ids and times, never the secret")
-    listing.add_argument("--kind", choices=["admin", "metrics", "tenant", "cluster", "join"])
-    listing.add_argument("--name", help="only the tokens of this tenant, cluster or holder")
+    listing = token_sub.add_parser(
+        "list",
+        parents=[common],
+        help="tokens with their ids and times, never the secret",
+        epilog="e.g. fedq token list --kind tenant --name alice",
+    )
+    listing.add_argument(
+        "--kind", choices=["admin", "metrics", "tenant", "cluster", "join"], help="only tokens of this kind"
+    )
+    listing.add_argument("--name", help="only the tokens of this tenant, cluster or holder, e.g. alice")
     listing.set_defaults(func=cmd_token_list)
-    revoke = token_sub.add_parser("revoke", parents=[common], help="revoke a token by its id: it stops at once")
+    revoke = token_sub.add_parser(
+        "revoke",
+        parents=[common],
+        help="revoke a token by its id: it stops at once",
+        epilog="e.g. fedq token revoke tok_3f9a",
+    )
     revoke.add_argument("id", help="the token's id, from `fedq token list` or `fedq token create`")
     revoke.set_defaults(func=cmd_token_revoke)

@@ -1,26 +1,32 @@
 """``fedq submit | jobs | job | explain`` (cancel and the other actions: ``federation.cli.actions``).
 Tables show times in the local zone with how long ago (or ahead) they are from ``args.now``, which the
-entry point reads once."""
+entry point reads once. ``fedq jobs`` lists as squeue does: unfinished jobs unless ``--all``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from federation.cli import watching
 from federation.cli.context import client_from, output_of
-from federation.cli.output import emit
-from federation.models.job import TaskSpec
-from policies.format import format_resources, format_when
-from policies.units import format_duration
+from federation.cli.output import Column, emit, is_structured
+from federation.cli.states import UNFINISHED, state_named
+from policies.format import format_ago, format_resources, format_span, format_when, format_when_compact
+
+if TYPE_CHECKING:
+    from federation.client import FedqClient
+
+LOG_LINES = 10
+"""The last lines of its output ``fedq job`` shows (``fedq logs`` shows them all)."""
+SORT_KEYS = ("id", "submit", "start", "end", "elapsed", "priority", "state", "name", "tenant", "queue", "cluster")
 
 
 def read_documents(path: str) -> list[Any]:
     """YAML (one or many documents) or JSON from a file or '-' for stdin."""
+    import yaml
+
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
@@ -38,39 +44,111 @@ def read_documents(path: str) -> list[Any]:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
+    """One document prints the API's answer as ``FedqClient.submit`` returns it (``{"id"}``, an array
+    ``{"id", "ids"}``); several, ``{"ids"}`` as the API answers a bulk request."""
     docs = read_documents(args.file)
+    options = {"tenant": args.tenant, "allow_unschedulable": args.allow_unschedulable, "hold": args.hold}
     with client_from(args) as client:
         if len(docs) == 1:
-            result = client.submit(
-                docs[0], tenant=args.tenant, allow_unschedulable=args.allow_unschedulable, hold=args.hold
-            )
-            ids = result.get("ids") or [result["id"]]
+            answer: dict[str, Any] = dict(client.submit(docs[0], **options))
         else:
-            ids = client.submit_many(
-                docs, tenant=args.tenant, allow_unschedulable=args.allow_unschedulable, hold=args.hold
-            )
-        if args.wait and output_of(args) != "table":
+            answer = {"ids": client.submit_many(docs, **options)}
+        ids = answer.get("ids") or [answer["id"]]
+        if args.wait and is_structured(output_of(args)):
             return watching.wait_for(client, ids, output_of(args), args.tenant)
-        emit({"ids": ids}, output_of(args), columns=["submitted"], rows=[[job_id] for job_id in ids])
+        emit(answer, output_of(args), columns=["SUBMITTED"], rows=[[job_id] for job_id in ids])
         return watching.wait_for(client, ids, "table", args.tenant) if args.wait else 0
 
 
+def listing_filters(client: FedqClient, args: argparse.Namespace) -> dict[str, Any]:
+    """The server-side filters of ``fedq jobs``: states (each one request), a known queue (an inner
+    one lists its subtree), a tenant (``--mine``: the caller's own). ValueError for what is unknown."""
+    states = [state_named(text) for text in args.state or []]
+    if not states and not args.all:
+        states = list(UNFINISHED)
+    if args.queue is not None:
+        known = _queue_paths(client.queues()["queues"])
+        if args.queue not in known:
+            raise ValueError(f"unknown queue {args.queue!r}: the queues are {', '.join(sorted(known))}")
+    tenant = args.tenant
+    if args.mine:
+        me = client.request("GET", "/v1/whoami")  # whom the token names
+        if me["role"] != "tenant":
+            raise ValueError(f"--mine lists a tenant's own jobs: this is a {me['role']} token; use --tenant NAME")
+        tenant = me["name"]
+    return {"states": states or [None], "queue": args.queue, "tenant": tenant}
+
+
+def _queue_paths(nodes: list[dict[str, Any]]) -> set[str]:
+    return {path for node in nodes for path in (node["path"], *_queue_paths(node["children"]))}
+
+
 def cmd_jobs(args: argparse.Namespace) -> int:
-    """Every matching job once, in id (= submit) order: the API pages in index order (state, queue,
-    id), and a job that changed state while the pages were read is listed by its later read."""
+    """Every matching job once: the API pages in index order (state, queue, id), and a job that changed
+    state while the pages were read is listed by its later read; then sorted and cut to ``--limit``."""
     with client_from(args) as client:
+        filters = listing_filters(client, args)
         if args.watch:
-            return watching.watch_table(client, args, output_of(args), JOB_COLUMNS, _job_rows)
-        latest = {item["id"]: item for item in client.jobs(state=args.state, queue=args.queue, tenant=args.tenant)}
-    items = [latest[job_id] for job_id in sorted(latest)]
-    emit({"items": items}, output_of(args), columns=JOB_COLUMNS, rows=_job_rows(items, args.now))
+            return watching.watch_table(client, args, filters, JOB_COLUMNS, job_rows)
+        latest = {
+            item["id"]: item
+            for state in filters["states"]
+            for item in client.jobs(state=state, queue=filters["queue"], tenant=filters["tenant"])
+        }
+    items = sort_jobs(list(latest.values()), args.sort, args.now)[: args.limit]
+    emit({"items": items}, output_of(args), columns=JOB_COLUMNS, rows=job_rows(items, args.now))
     return 0
 
 
-JOB_COLUMNS = ["ID", "NAME", "TENANT", "QUEUE", "STATE", "PRIO", "SUBMITTED", "CLUSTER", "REASON"]
+def _elapsed(job: dict[str, Any], now: float) -> float | None:
+    """How long its latest run took, or has taken so far."""
+    start: float | None = job.get("start_time")
+    if start is None:
+        return None
+    end: float | None = job.get("end_time")
+    return (now if end is None else end) - start
 
 
-def _job_rows(items: list[dict[str, Any]], now: float) -> list[list[Any]]:
+def sort_jobs(items: list[dict[str, Any]], key: str, now: float) -> list[dict[str, Any]]:
+    """By ``key`` (a leading '-': descending), ties by id (submit order); jobs without the value last."""
+    descending, name = key.startswith("-"), key.lstrip("-")
+    if name not in SORT_KEYS:
+        raise ValueError(f"cannot sort by {name!r}: one of {', '.join(SORT_KEYS)} (a leading '-' for descending)")
+    field = {"submit": "submit_time", "start": "start_time", "end": "end_time"}.get(name, name)
+
+    def value(job: dict[str, Any]) -> Any:
+        return _elapsed(job, now) if name == "elapsed" else job.get(field)
+
+    by_id = sorted(items, key=lambda job: job["id"])
+    present = sorted((job for job in by_id if value(job) is not None), key=value, reverse=descending)
+    return present + [job for job in by_id if value(job) is None]
+
+
+JOB_COLUMNS = [
+    Column("ID"),
+    Column("NAME", drop=3, fold=True),
+    Column("TENANT", drop=5),
+    Column("QUEUE", drop=4),
+    Column("STATE"),
+    Column("PRIO", wide=True),
+    Column("AGE", drop=6),
+    Column("SUBMITTED", wide=True),
+    Column("STARTED", wide=True),
+    Column("ENDED", wide=True),
+    Column("ELAPSED", drop=1),
+    Column("CLUSTER", drop=2),
+    Column("REASON", fold=True),
+]
+
+
+def job_rows(items: list[dict[str, Any]], now: float) -> list[list[Any]]:
+    def when(job: dict[str, Any], field: str) -> str:
+        return "" if job.get(field) is None else format_when_compact(job[field], now, local=True)
+
+    def elapsed(job: dict[str, Any]) -> str:
+        took = _elapsed(job, now)
+        return "" if took is None else format_span(took)
+
     return [
         [
             i["id"],
@@ -79,7 +157,11 @@ def _job_rows(items: list[dict[str, Any]], now: float) -> list[list[Any]]:
             i["queue"],
             i["state"],
             i["priority"],
-            format_when(i["submit_time"], now, local=True),
+            format_ago(i["submit_time"], now),
+            when(i, "submit_time"),
+            when(i, "start_time"),
+            when(i, "end_time"),
+            elapsed(i),
             i.get("cluster", ""),
             i.get("reason", ""),
         ]
@@ -95,37 +177,27 @@ def cmd_job(args: argparse.Namespace) -> int:
         if args.follow:
             return watching.follow_job(client, args.id, output_of(args), args.now)
         job = client.job(args.id)
-    if output_of(args) != "table":
-        emit(job, output_of(args))
-        return 0
-    fields = [
-        "id",
-        "name",
-        "tenant",
-        "queue",
-        "state",
-        "reason",
-        "priority",
-        "cluster",
-        "epoch",
-        "attempt",
-        "exit_code",
-    ]
-    rows = [[f, job.get(f)] for f in fields]
-    rows += [[f, format_when(job[t], args.now, local=True)] for f, t in _TIMES if job.get(t) is not None]
-    spec = job["spec"]
-    if spec.get("walltime") is not None:
-        rows.append(["walltime", format_duration(spec["walltime"])])
-    for task in map(TaskSpec.model_validate, spec["tasks"]):  # the detail leaves defaults out
-        rows.append([f"task {task.name}", f"{task.replicas} x {format_resources(task.resources)}"])
-    emit(job, "table", columns=["FIELD", "VALUE"], rows=rows, title=f"job {job['id']}")
+        if is_structured(output_of(args)):
+            emit(job, output_of(args))
+            return 0
+        output = list(client.logs(args.id, tail=LOG_LINES))
+    emit(job, output_of(args), columns=["FIELD", Column("VALUE", fold=True)], rows=detail_rows(job, args.now))
+    wide = output_of(args) == "wide"
+    show_time = format_when if wide else format_when_compact
     emit(
         job,
-        "table",
-        columns=["TIME", "FROM", "TO", "REASON", "CLUSTER", "EPOCH"],
+        output_of(args),
+        columns=[
+            "TIME",
+            Column("FROM", drop=2),
+            "TO",
+            Column("REASON", fold=True),
+            Column("CLUSTER", drop=1),
+            Column("EPOCH", wide=True),
+        ],
         rows=[
             [
-                format_when(e["time"], args.now, local=True),
+                show_time(e["time"], args.now, local=True),
                 e.get("from") or "",
                 e["to"],
                 e.get("reason", ""),
@@ -136,15 +208,54 @@ def cmd_job(args: argparse.Namespace) -> int:
         ],
         title="events",
     )
+    if output:
+        tasks = {line["task"] for line in output}
+        rows = [[line["text"] if len(tasks) == 1 else f"[{line['task']}] {line['text']}"] for line in output]
+        emit(
+            job,
+            output_of(args),
+            columns=[Column(f"OUTPUT, LAST {len(rows)} LINES (ALL: fedq logs {args.id})", fold=True)],
+            rows=rows,
+        )
     return 0
+
+
+def detail_rows(job: dict[str, Any], now: float) -> list[list[Any]]:
+    """``fedq job``'s fields: who and where, its times and how long it ran, its resources."""
+    from federation.models.job import TaskSpec  # pydantic: only ``fedq job`` pays for it
+
+    fields = ["id", "name", "tenant", "queue", "state", "reason", "priority", "cluster", "epoch", "attempt"]
+    rows = [[f, job.get(f)] for f in fields if job.get(f) not in (None, "")]
+    if job.get("exit_code") is not None:
+        rows.append(["exit code", job["exit_code"]])
+    rows += [[f, format_when(job[t], now, local=True)] for f, t in _TIMES if job.get(t) is not None]
+    took = _elapsed(job, now)
+    if took is not None:
+        rows.append(["duration" if job.get("end_time") is not None else "running for", format_span(took)])
+    spec = job["spec"]
+    if spec.get("walltime") is not None:
+        rows.append(["walltime", format_span(spec["walltime"])])
+    total: dict[str, float] = {}
+    for task in map(TaskSpec.model_validate, spec["tasks"]):  # the detail leaves defaults out
+        rows.append([f"task {task.name}", f"{task.replicas} x {format_resources(task.resources)}"])
+        for name, amount in task.resources.items():
+            total[name] = total.get(name, 0.0) + task.replicas * amount
+    rows.append(["resources", format_resources(total)])
+    return rows
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
     with client_from(args) as client:
         why = client.request("GET", f"/v1/jobs/{args.id}/explain")
-    if output_of(args) != "table":
+    if is_structured(output_of(args)):
         emit(why, output_of(args))
         return 0
+    title = f"why is {why['id']} {why['state']}?"
+    emit(why, output_of(args), columns=["", Column("", fold=True)], rows=explain_rows(why, args.now), title=title)
+    return 0
+
+
+def explain_rows(why: dict[str, Any], now: float) -> list[list[Any]]:
     rows = [
         ["job", f"{why['id']} ({why['state']}, queue {why['queue']}, tenant {why['tenant']})"],
         ["why", why["summary"]],
@@ -160,19 +271,27 @@ def cmd_explain(args: argparse.Namespace) -> int:
         rows += [["policy", f"{r['policy']}: {r['message']}"] for r in why["reasons"]]
         if why.get("projected_start"):
             start = why["projected_start"]
-            rows.append(["projected start", f"{format_when(start['time'], args.now, local=True)}, {start['basis']}"])
+            rows.append(["projected start", f"{format_when(start['time'], now, local=True)}, {start['basis']}"])
         rows += [["cluster", f"{c['name']}: {c['state']}"] for c in why["clusters"]]
     for wait in why.get("dependencies", []):
         states = ", ".join(f"{count} {state}" for state, count in sorted(wait["states"].items()))
         rows.append(["dependency", f"{wait['condition']} on {wait['job']} ({states}): {wait['verdict']}"])
-    emit(why, "table", columns=["", ""], rows=rows, title=f"why is {why['id']} {why['state']}?")
-    return 0
+    return rows
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
-    submit = sub.add_parser("submit", parents=[common], help="submit jobs from a YAML/JSON file or '-'")
-    submit.add_argument("file")
-    submit.add_argument("--tenant", help="with an admin token: the tenant to submit as")
+    raw = argparse.RawDescriptionHelpFormatter
+    submit = sub.add_parser(
+        "submit",
+        parents=[common],
+        help="submit jobs from a YAML/JSON file or '-'",
+        formatter_class=raw,
+        epilog="e.g. fedq submit configs/examples/hello.yaml\n"
+        "     fedq submit pipeline.yaml --wait          # exit 0 if every job succeeded, 4 if not\n"
+        "     fedq submit job.yaml --tenant alice       # an admin submitting as alice",
+    )
+    submit.add_argument("file", help="a job (or several: YAML documents, or {jobs: [...]}), '-' for stdin")
+    submit.add_argument("--tenant", help="with an admin token: the tenant to submit as, e.g. alice")
     submit.add_argument(
         "--allow-unschedulable",
         action="store_true",
@@ -184,18 +303,50 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     )
     submit.set_defaults(func=cmd_submit)
 
-    jobs = sub.add_parser("jobs", parents=[common], help="list jobs")
-    jobs.add_argument("--state")
-    jobs.add_argument("--queue")
-    jobs.add_argument("--tenant")
+    jobs = sub.add_parser(
+        "jobs",
+        parents=[common],
+        help="list jobs (unfinished ones unless --all), as squeue",
+        formatter_class=raw,
+        epilog="e.g. fedq jobs                              # your unfinished jobs\n"
+        "     fedq jobs --state running --state pending --queue research --sort=-priority\n"
+        "     fedq jobs --all --mine --limit 20 -o wide\n"
+        "     fedq jobs --watch --state Running       # a live table",
+    )
+    jobs.add_argument("--all", action="store_true", help="finished jobs too (kept for store.keepFinished)")
+    jobs.add_argument(
+        "--state", action="append", metavar="STATE", help="only this state, any case; repeat for more, e.g. running"
+    )
+    jobs.add_argument("--queue", help="only this queue and the queues under it, e.g. research")
+    jobs.add_argument("--tenant", help="with an admin token: only this tenant's jobs, e.g. alice")
+    jobs.add_argument("--mine", action="store_true", help="only the jobs of the token's own tenant")
+    jobs.add_argument("--limit", type=int, metavar="N", help="show the first N after sorting, e.g. 20")
+    jobs.add_argument(
+        "--sort",
+        default="id",
+        metavar="KEY",
+        help=f"one of {', '.join(SORT_KEYS)}; '-' first for descending, e.g. --sort=-priority (default: id)",
+    )
     jobs.add_argument("--watch", action="store_true", help="a live table, changed as jobs change (Ctrl-C to stop)")
     jobs.set_defaults(func=cmd_jobs)
 
-    job = sub.add_parser("job", parents=[common], help="show one job with its events")
-    job.add_argument("id")
+    job = sub.add_parser(
+        "job",
+        parents=[common],
+        help="show one job: times, resources, events and its last output lines",
+        formatter_class=raw,
+        epilog="e.g. fedq job 000xsn8k1a2b3c4\n"
+        "     fedq job 000xsn8k1a2b3c4 --follow   # exit 0 if it succeeds, 4 if not",
+    )
+    job.add_argument("id", help="the job's id, from `fedq submit` or `fedq jobs`")
     job.add_argument("--follow", action="store_true", help="print its events as they happen, until it ends")
     job.set_defaults(func=cmd_job)
 
-    explain = sub.add_parser("explain", parents=[common], help="why a job waits, and when it may start")
-    explain.add_argument("id")
+    explain = sub.add_parser(
+        "explain",
+        parents=[common],
+        help="why a job waits, and when it may start",
+        epilog="e.g. fedq explain 000xsn8k1a2b3c4",
+    )
+    explain.add_argument("id", help="the job's id, e.g. 000xsn8k1a2b3c4")
     explain.set_defaults(func=cmd_explain)

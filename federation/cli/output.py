@@ -1,39 +1,129 @@
-"""Rendering results as a rich table, JSON or YAML, the same way for every command (the cells' text
-comes from ``policies.format``, as the API's does)."""
+"""Rendering results as a table, JSON or YAML, the same way for every command (the cells' text comes
+from ``policies.format``, as the API's does).
+
+Tables fit the terminal as kubectl's do: a command names its columns with what may go when the
+terminal is narrow (``drop``), what only ``-o wide`` shows (``wide``: those that fit; a pipe is 240
+columns wide) and what folds onto more lines (``fold``: a reason) instead of widening the table.
+rich and yaml are imported on first use: ``fedq COMMAND --help`` needs neither.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import yaml
-from rich.console import Console
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
-_PIPE_WIDTH = 240  # piped output is for scripts and logs: do not squeeze it into 80 columns
-console = Console(width=None if sys.stdout.isatty() else _PIPE_WIDTH)
-errors = Console(stderr=True, width=None if sys.stderr.isatty() else _PIPE_WIDTH)
+    console: Console
+    errors: Console
+
+PIPE_WIDTH = 240
+"""Piped output is for scripts and logs: not squeezed into 80 columns (``COLUMNS`` still sets it)."""
+STRUCTURED = ("json", "yaml")
+"""The ``--output`` values that print the data as it came, not a table."""
+_FOLD_MIN = 20  # a folded column is given at least this much before others are dropped for it
+_GAP = 3  # a column's padding on both sides and the rule after it
+
+
+@dataclass(frozen=True)
+class Column:
+    """A table column. ``drop``: when the terminal is too narrow, columns go by highest ``drop`` first
+    (0: never); ``wide``: only under ``-o wide``; ``fold``: long text wraps onto more lines."""
+
+    header: str
+    drop: int = 0
+    wide: bool = False
+    fold: bool = False
+
+
+def _console(*, stderr: bool) -> Console:
+    """A console on whatever stdout (stderr) is when it prints; its width the terminal's, else
+    ``COLUMNS``, else ``PIPE_WIDTH``."""
+    from rich.console import Console
+
+    fixed = (sys.stderr if stderr else sys.stdout).isatty() or os.environ.get("COLUMNS", "").isdigit()
+    return Console(stderr=stderr, width=None if fixed else PIPE_WIDTH)
+
+
+def __getattr__(name: str) -> Console:
+    """``console`` and ``errors``, made when first imported (PEP 562): rich costs start-up time."""
+    if name in ("console", "errors"):
+        return _console(stderr=name == "errors")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def is_structured(output: str) -> bool:
+    return output in STRUCTURED
 
 
 def emit(
-    data: Any, output: str, *, columns: Sequence[str] = (), rows: Sequence[Sequence[Any]] = (), title: str = ""
+    data: Any,
+    output: str,
+    *,
+    columns: Sequence[str | Column] = (),
+    rows: Sequence[Sequence[Any]] = (),
+    title: str = "",
 ) -> None:
-    """JSON/YAML print ``data`` as is; the table view prints ``rows`` under ``columns``."""
+    """JSON/YAML print ``data`` as is; ``table`` and ``wide`` print ``rows`` under ``columns``, fitted to
+    the terminal's width (``wide``: with the wide columns that fit too)."""
     if output == "json":
         sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
     elif output == "yaml":
+        import yaml
+
         sys.stdout.write(yaml.safe_dump(data, sort_keys=False))
     else:
-        table = Table(title=title or None, show_edge=False, header_style="bold")
-        for number, column in enumerate(columns):
-            table.add_column(column, no_wrap=number == 0)
-        for row in rows:
-            table.add_row(*("" if cell is None else str(cell) for cell in row))
-        console.print(table)
+        shown = _console(stderr=False)
+        shown.print(table(columns, rows, title, width=shown.width, wide=output == "wide"))
+
+
+def table(
+    columns: Sequence[str | Column], rows: Sequence[Sequence[Any]], title: str, *, width: int, wide: bool
+) -> Table:
+    """A rich Table of the columns that fit ``width``; cells as text, None as empty."""
+    from rich.table import Table
+
+    specs = [c if isinstance(c, Column) else Column(c) for c in columns]
+    texts = [["" if cell is None else str(cell) for cell in row] for row in rows]
+    kept = fitting(specs, texts, width, wide=wide)
+    headed = any(specs[number].header for number in kept)
+    shown = Table(title=title or None, show_edge=False, show_header=headed, header_style="bold")
+    for number in kept:
+        spec = specs[number]
+        shown.add_column(spec.header, no_wrap=number == kept[0], overflow="fold" if spec.fold else "ellipsis")
+    for row in texts:
+        shown.add_row(*(row[number] for number in kept))
+    return shown
+
+
+def fitting(specs: Sequence[Column], texts: Sequence[Sequence[str]], width: int, *, wide: bool) -> list[int]:
+    """The indices of the columns to show: all but the wide ones (``wide``: all), then, while their
+    natural widths do not fit ``width``, without one of them: a wide one first, then an empty one, then
+    the one of highest ``drop`` (the rightmost of equals). Columns of ``drop`` 0 always stay."""
+    kept = [n for n, spec in enumerate(specs) if wide or not spec.wide]
+
+    def natural(n: int) -> int:
+        longest = max((len(line) for row in texts for line in row[n].splitlines()), default=0)
+        needed = max(len(specs[n].header), longest)
+        return min(needed, _FOLD_MIN) if specs[n].fold else needed
+
+    def rank(n: int) -> tuple[bool, bool, int]:
+        return (specs[n].wide, not any(row[n] for row in texts), specs[n].drop)
+
+    while sum(natural(n) + _GAP for n in kept) - 1 > width:
+        droppable = [n for n in kept if specs[n].drop or specs[n].wide]
+        if not droppable:
+            break
+        kept.remove(max(reversed(droppable), key=rank))
+    return kept
 
 
 def fail(message: str, code: int) -> int:
-    errors.print(f"[red]error:[/red] {message}", highlight=False, markup=True)
+    _console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False, markup=True)
     return code

@@ -10,20 +10,8 @@ import argparse
 import sys
 from typing import Any
 
-from federation.cli.context import client_from, common_options, output_of
-from federation.cli.output import emit
-from federation.reports.models import QuotaReport, UserPrioReport
-from federation.reports.render import (
-    CLUSTER_COLUMNS,
-    QUOTA_COLUMNS,
-    USERPRIO_COLUMNS,
-    quota_csv,
-    quota_rows,
-    userprio_csv,
-    userprio_rows,
-)
-from policies.format import format_number, format_time
-from policies.units import format_duration
+from federation.cli.context import OUTPUTS, client_from, output_of, output_options, server_options
+from federation.cli.output import Column, emit
 
 DEFAULT_PLOT_BINS = 96
 
@@ -39,6 +27,10 @@ def cmd_quota(args: argparse.Namespace) -> int:
     }
     with client_from(args) as client:
         data = client.request("GET", "/v1/reports/quota", params=params)
+    from federation.reports.models import QuotaReport  # pydantic: paid by reports only
+    from federation.reports.render import CLUSTER_COLUMNS, QUOTA_COLUMNS, quota_csv, quota_rows
+    from policies.format import format_number, format_time
+
     report = QuotaReport.model_validate(data)
     if args.plot:
         assert report.series is not None, "the server sent no usage series"
@@ -57,46 +49,97 @@ def cmd_quota(args: argparse.Namespace) -> int:
         f"{format_number(report.allocated_units)} of {format_number(report.capacity_units)} units allocated"
     )
     columns = CLUSTER_COLUMNS if report.by_cluster else QUOTA_COLUMNS
-    emit(data, output, columns=columns, rows=quota_rows(report), title=title)
+    emit(
+        data,
+        output,
+        columns=[_QUOTA_SHOWN.get(name, Column(name)) for name in columns],
+        rows=quota_rows(report),
+        title=title,
+    )
     return 0
 
 
 def cmd_userprio(args: argparse.Namespace) -> int:
     with client_from(args) as client:
         data = client.request("GET", "/v1/reports/userprio", params={"tenant": args.tenant})
+    from federation.reports.models import UserPrioReport
+    from federation.reports.render import USERPRIO_COLUMNS, userprio_csv, userprio_rows
+    from policies.units import format_duration
+
     report = UserPrioReport.model_validate(data)
     if output_of(args) == "csv":
         sys.stdout.write(userprio_csv(report))
         return 0
     title = f"User priorities (half-life {format_duration(report.half_life)}), lowest effective priority first"
-    emit(data, output_of(args), columns=USERPRIO_COLUMNS, rows=userprio_rows(report), title=title)
+    columns = [_USERPRIO_SHOWN.get(name, Column(name)) for name in USERPRIO_COLUMNS]
+    emit(data, output_of(args), columns=columns, rows=userprio_rows(report, args.now), title=title)
     return 0
 
 
-def _common_with_csv() -> argparse.ArgumentParser:
-    """The shared options with CSV added to ``--output``, on a fresh copy (resolving the conflict
-    removes the old action from its parser, which must not be the one other commands share)."""
-    parent = argparse.ArgumentParser(add_help=False, conflict_handler="resolve", parents=[common_options()])
-    parent.add_argument(
-        "--output", "-o", choices=["table", "json", "yaml", "csv"], default=argparse.SUPPRESS, help="output format"
+_QUOTA_SHOWN = {
+    column.header: column
+    for column in (
+        Column("ALLOCATED", drop=3, fold=True),
+        Column("SHARE", drop=2),
+        Column("FAIR SHARE", drop=1),
+        Column("EUP", drop=4),
+        Column("USAGE (resource-h)", drop=5, fold=True),
+        Column("WAIT P50", drop=6),
+        Column("CLUSTER"),
+        Column("UNIT-H", drop=2),
+        *(
+            Column(name, wide=True)
+            for name in ("GUARANTEE", "CAP", "WINDOW SHARE", "BORROWED", "LENT", "RUP", "FACTOR", "DONE", "FAIL")
+        ),
+        Column("WAIT P95", wide=True),
     )
-    return parent
+}
+"""The compact quota table: who, what they hold, their share against the fair one, jobs and waits;
+the rest under ``-o wide``. Columns named here not at all (TENANT, RUN, PEND) always show."""
+_USERPRIO_SHOWN = {
+    column.header: column
+    for column in (Column("FACTOR", drop=2), Column("IN USE", drop=3, fold=True), Column("LAST USAGE", drop=1))
+}
+
+
+def _report_options() -> argparse.ArgumentParser:
+    """The shared options with CSV added to ``--output``."""
+    return argparse.ArgumentParser(add_help=False, parents=[server_options(), output_options([*OUTPUTS, "csv"])])
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
-    report = sub.add_parser("report", parents=[common], help="quota and usage reports")
+    raw = argparse.RawDescriptionHelpFormatter
+    report = sub.add_parser(
+        "report",
+        parents=[common],
+        help="quota and usage reports",
+        epilog="e.g. fedq report quota --since 7d; fedq report userprio",
+    )
     kinds = report.add_subparsers(dest="report", required=True, metavar="REPORT")
 
-    quota = kinds.add_parser("quota", parents=[_common_with_csv()], help="quota, shares, usage and waits per tenant")
-    quota.add_argument("--tenant", help="one tenant (a tenant token always sees only its own)")
-    quota.add_argument("--queue", help="only usage and jobs in this queue's subtree")
+    quota = kinds.add_parser(
+        "quota",
+        parents=[_report_options()],
+        help="quota, shares, usage and waits per tenant",
+        formatter_class=raw,
+        epilog="e.g. fedq report quota --since 7d            # compact; -o wide for every column\n"
+        "     fedq report quota --since 2026-01-01 --until 2026-02-01 --by cluster -o csv\n"
+        "     fedq report quota --plot usage.png",
+    )
+    quota.add_argument("--tenant", help="one tenant, e.g. alice (a tenant token always sees only its own)")
+    quota.add_argument("--queue", help="only usage and jobs in this queue's subtree, e.g. research")
     quota.add_argument("--since", default="7d", help="window start: '7d' (ago), ISO date/time, or Unix seconds")
     quota.add_argument("--until", default="now", help="window end, as --since (default: now)")
     quota.add_argument("--by", choices=["cluster"], help="one row per (tenant, cluster)")
     quota.add_argument("--plot", metavar="FILE.png", help="also draw usage against fair share over the window")
-    quota.add_argument("--bins", type=int, default=DEFAULT_PLOT_BINS, help="time bins of the plot")
+    quota.add_argument("--bins", type=int, default=DEFAULT_PLOT_BINS, help="time bins of the plot, e.g. 48")
     quota.set_defaults(func=cmd_quota)
 
-    userprio = kinds.add_parser("userprio", parents=[_common_with_csv()], help="tenants by effective priority")
-    userprio.add_argument("--tenant", help="one tenant")
+    userprio = kinds.add_parser(
+        "userprio",
+        parents=[_report_options()],
+        help="tenants by effective priority",
+        epilog="e.g. fedq report userprio --tenant alice",
+    )
+    userprio.add_argument("--tenant", help="one tenant, e.g. alice")
     userprio.set_defaults(func=cmd_userprio)

@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import secrets
 import signal
-import ssl
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from federation.cli.output import errors
 
 if TYPE_CHECKING:
     from federation.store import EtcdConnection
@@ -24,6 +19,8 @@ cut then, and their clients resume on a replica or the restarted server."""
 
 def admin_token_from_env() -> tuple[str, bool]:
     """The admin token from FEDQ_ADMIN_TOKEN, or a fresh one (and whether it was generated)."""
+    import secrets
+
     token = os.environ.get("FEDQ_ADMIN_TOKEN")
     if token:
         return token, False
@@ -74,9 +71,12 @@ def check_api_tls(args: argparse.Namespace) -> None:
 async def serve(args: argparse.Namespace) -> None:
     # Imported here, not at the top: the web stack, the store client and the scheduler take most of a
     # second to load, which every other ``fedq`` command would pay at start-up.
+    import ssl
+
     import uvicorn
 
     from federation.api.app import create_app
+    from federation.cli.output import errors
     from federation.config import load_federation_config, load_yaml_file
     from federation.models import QueueTreeConfig
     from federation.scheduler.process import scheduler_runner
@@ -134,13 +134,27 @@ def cmd_server(args: argparse.Namespace) -> int:
 
         print(render_global_conf(load_federation_config(args.config)), end="")
         return 0
+    import asyncio  # the event loop and the web stack: loaded by the server only
+
+    from federation.logs import configure_logging
+
+    configure_logging()
     asyncio.run(serve(args))
     return 0
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    server = sub.add_parser("server", help="run the federation API server")
-    server.add_argument("--store", choices=["memory", "etcd"], default="memory")
+    server = sub.add_parser(
+        "server",
+        help="run the federation API server",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="e.g. FEDQ_ADMIN_TOKEN=secret fedq server --queues configs/queues.yaml\n"
+        "     fedq server --store etcd --etcd https://10.0.0.5:2379 --etcd-ca ca.pem \\\n"
+        "         --tls-cert api.pem --tls-key api-key.pem --host 0.0.0.0",
+    )
+    server.add_argument(
+        "--store", choices=["memory", "etcd"], default="memory", help="where jobs live: memory (a test) or etcd"
+    )
     server.add_argument(
         "--etcd", help="etcd members for --store etcd, comma-separated: https://a:2379,https://b:2379 (fails over)"
     )
@@ -149,16 +163,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     server.add_argument("--etcd-key", metavar="FILE", help="the client certificate's private key")
     server.add_argument("--etcd-user", help=f"etcd user; its password is read from {ETCD_PASSWORD_ENV}")
     server.add_argument("--prefix", default="/fedq/", help="key prefix in the store")
-    server.add_argument("--host", default="127.0.0.1")
+    server.add_argument("--host", default="127.0.0.1", help="address to listen on, e.g. 0.0.0.0 (all)")
     server.add_argument("--tls-cert", metavar="FILE", help="serve https with this certificate (PEM, with its chain)")
     server.add_argument("--tls-key", metavar="FILE", help="the --tls-cert certificate's private key")
     server.add_argument(
         "--ca", metavar="FILE", help="require every client to present a certificate this CA signed (mutual TLS)"
     )
-    server.add_argument("--port", type=int, default=8080)
-    server.add_argument("--queues", help="queue tree YAML to apply at start-up")
-    server.add_argument("--config", help="federation.yaml")
-    server.add_argument("--log-level", default="warning")
+    server.add_argument("--port", type=int, default=8080, help="port to listen on, e.g. 8443")
+    server.add_argument("--queues", help="queue tree YAML to apply at start-up, e.g. configs/queues.yaml")
+    server.add_argument("--config", help="the federation's settings, e.g. configs/federation.yaml")
+    server.add_argument("--log-level", default="warning", help="the web server's access log level, e.g. info")
     server.add_argument("--no-scheduler", action="store_true", help="serve the API only (another replica schedules)")
     server.add_argument(
         "--print-conf", action="store_true", help="print the global scheduler conf built from --config, and exit"

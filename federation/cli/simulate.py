@@ -8,28 +8,28 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from time import perf_counter
+from typing import TYPE_CHECKING
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from federation.cli.context import output_of, output_options
+from federation.cli.output import emit
+from federation.simulator.choices import POLICIES
 
-from federation.cli.context import output_of
-from federation.cli.output import emit, errors
-from federation.config import load_federation_config
-from federation.logs import configure_logging
-from federation.simulator.engine import Progress as ProgressCallback
-from federation.simulator.run import POLICIES, run_scenario, with_policy
-from federation.simulator.scenario import Scenario, load_scenario
-from federation.simulator.swf import read_swf
-from federation.simulator.trace import scenario_from_swf
+if TYPE_CHECKING:
+    from federation.simulator.engine import Progress as ProgressCallback
+    from federation.simulator.scenario import Scenario
 
 SHOWN_WARNINGS = 20
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "simulate",
-        parents=[common],
+        parents=[output_options()],
+        epilog="e.g. fedq simulate configs/scenarios/hold.yaml --output-dir out/\n"
+        "     fedq simulate --swf trace.swf.gz --clusters 4 --policy easy --output-dir out/ --plot",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         help="replay a scenario or an SWF trace through the schedulers on a virtual clock",
-        description="Run the federation and member-cluster schedulers on simulated clusters and write "
+        description="Run the federation and member-cluster schedulers on simulated clusters and write\n"
         "jobs.csv and metrics.json (and PNG plots with --plot) into --output-dir.",
     )
     parser.add_argument("scenario", nargs="?", help="scenario YAML (clusters, queues, policy, jobs)")
@@ -52,6 +52,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
 
 
 def cmd_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from federation.logs import configure_logging  # the simulator is loaded only for a replay
+    from federation.simulator.run import run_scenario
+
     # The simulated agents log every admission and launch at info: tens of thousands of lines per trace.
     configure_logging(os.environ.get("FEDQ_LOG_LEVEL") or "warning")
     if bool(args.scenario) == bool(args.swf):
@@ -88,6 +91,13 @@ def cmd_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
 
 
 def _scenario(args: argparse.Namespace) -> Scenario:
+    from federation.cli.output import errors
+    from federation.config import load_federation_config
+    from federation.simulator.run import with_policy
+    from federation.simulator.scenario import load_scenario
+    from federation.simulator.swf import read_swf
+    from federation.simulator.trace import scenario_from_swf
+
     config = load_federation_config(args.config) if args.config else None
     if args.swf:
         trace = read_swf(args.swf, strict=args.strict, limit=args.limit)
@@ -118,6 +128,10 @@ def _scenario(args: argparse.Namespace) -> Scenario:
 @contextmanager
 def _progress_bar(total: int) -> Iterator[ProgressCallback | None]:
     """Jobs finished so far, on a terminal only: piped output stays clean for scripts."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from federation.cli.output import errors
+
     if not errors.is_terminal:
         yield None
         return

@@ -7,16 +7,15 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-from rich.live import Live
-from rich.table import Table
-
-from federation.cli.output import console, emit
-from federation.client import FedqClient
-from federation.follow import TERMINAL
+from federation.cli import output as out
+from federation.cli.context import output_of
+from federation.cli.output import Column, emit, is_structured
 from policies.format import format_when
+
+if TYPE_CHECKING:
+    from federation.client import FedqClient
 
 EXIT_NOT_SUCCEEDED = 4
 """``submit --wait`` and ``job --follow``: a job ended other than Succeeded (as ``sbatch --wait`` fails)."""
@@ -29,13 +28,15 @@ def _printer(output: str, now: float) -> Callable[[dict[str, Any]], None]:
         moved = f"{event.get('from') or '-'} -> {event['to']}"
         where = f" on {event['cluster']} (epoch {event['epoch']})" if event.get("cluster") else ""
         reason = f": {event['reason']}" if event.get("reason") else ""
-        console.print(f"{format_when(event['time'], now, local=True)}  {moved}{where}{reason}", highlight=False)
+        out.console.print(f"{format_when(event['time'], now, local=True)}  {moved}{where}{reason}", highlight=False)
 
     def as_json(item: dict[str, Any]) -> None:
         sys.stdout.write(json.dumps(item, sort_keys=True) + "\n")
         sys.stdout.flush()
 
     def as_yaml(item: dict[str, Any]) -> None:
+        import yaml
+
         sys.stdout.write(yaml.safe_dump(item, sort_keys=False, explicit_start=True))
         sys.stdout.flush()
 
@@ -44,6 +45,8 @@ def _printer(output: str, now: float) -> Callable[[dict[str, Any]], None]:
 
 def follow_job(client: FedqClient, job_id: str, output: str, now: float) -> int:
     """Each transition once, as it happens, until the job has ended; its end sets the exit code."""
+    from federation.follow import TERMINAL
+
     show = _printer(output, now)
     for event in client.events(job_id):
         show(event)
@@ -67,35 +70,43 @@ def wait_for(client: FedqClient, ids: Sequence[str], output: str, tenant: str | 
 def watch_table(
     client: FedqClient,
     args: argparse.Namespace,
-    output: str,
-    columns: Sequence[str],
+    filters: dict[str, Any],
+    columns: Sequence[str | Column],
     rows: Callable[[list[dict[str, Any]], float], list[list[Any]]],
 ) -> int:
     """The listing as a live table, changed in place as the stream says (``-o json|yaml``: the stream's
-    messages, one per line or document); until Ctrl-C."""
-    filters = {"state": args.state, "queue": args.queue, "tenant": args.tenant}
-    stream = client.watch_jobs(**filters)
+    messages, one per line or document); until Ctrl-C. ``filters`` as ``jobs.listing_filters`` makes
+    them: one state is the stream's filter, several are applied here."""
+    from rich.live import Live
+
+    states = [state for state in filters["states"] if state is not None]
+    server_side = {"state": states[0] if len(states) == 1 else None, "queue": filters["queue"]}
+    server_side["tenant"] = filters["tenant"]
+    stream = client.watch_jobs(**server_side)
     next(stream)  # the start: every change after it comes on the stream, so a listing read now misses none
-    if output != "table":
-        show = _printer(output, args.now)
+    shown = output_of(args)
+    if is_structured(shown):
+        show = _printer(shown, args.now)
         for message in stream:
             show(message)
         return 0
-    jobs = {item["id"]: item for item in client.jobs(**filters)}
+    jobs = {
+        item["id"]: item
+        for state in filters["states"]
+        for item in client.jobs(state=state, queue=filters["queue"], tenant=filters["tenant"])
+    }
+    console = out.console
 
-    def render() -> Table:
-        table = Table(show_edge=False, header_style="bold", title=f"{len(jobs)} jobs (Ctrl-C to stop)")
-        for column in columns:
-            table.add_column(column)
-        for row in rows([jobs[job_id] for job_id in sorted(jobs)], args.now):
-            table.add_row(*("" if cell is None else str(cell) for cell in row))
-        return table
+    def render() -> Any:
+        listed = [jobs[job_id] for job_id in sorted(jobs)]
+        title = f"{len(jobs)} jobs (Ctrl-C to stop)"
+        return out.table(columns, rows(listed, args.now), title, width=console.width, wide=shown == "wide")
 
     with Live(render(), console=console, auto_refresh=False) as live:
         for message in stream:
             for change in message["changes"]:
                 job = change["job"]
-                if change["type"] == "put":
+                if change["type"] == "put" and (not states or job["state"] in states):
                     jobs[job["id"]] = job
                 else:
                     jobs.pop(job["id"], None)

@@ -298,6 +298,8 @@ class JobRecord(BaseModel):
             "state": self.state.value,
             "priority": self.priority,
             "submit_time": self.submit_time,
+            "start_time": self.start_time,
+            "end_time": self.end_time,
             "cluster": self.cluster,
             "reason": self.reason,
             "attempt": self.attempt,

@@ -1,7 +1,8 @@
 """Reports as table rows (for ``emit``) and CSV: one row per tenant, or per (tenant, cluster).
 
-Tables are for people: memory in GiB, hours rounded. CSV is for spreadsheets: one column per
-(measure, resource) in base units, times in ISO 8601 UTC, one header row.
+Tables are for people: Kubernetes quantities, numbers and durations as ``policies.format`` spells
+them. CSV is for spreadsheets: one column per (measure, resource) in base units, times in ISO 8601
+UTC, one header row.
 """
 
 from __future__ import annotations
@@ -13,9 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from federation.reports.models import ClusterRow, QuotaReport, UserPrioReport
-
-GIB = float(2**30)
-_BYTES = ("memory", "ephemeral-storage", "storage")
+from policies.format import format_number, format_resources, format_span, format_when
 
 QUOTA_COLUMNS = [
     "TENANT",
@@ -43,14 +42,8 @@ USERPRIO_COLUMNS = ["TENANT", "EFFECTIVE PRIORITY", "REAL PRIORITY", "FACTOR", "
 
 
 def amount(values: Mapping[str, float]) -> str:
-    """``cpu=8 memory=32Gi``: byte resources in GiB, the rest as numbers."""
-    parts = []
-    for name, value in sorted(values.items()):
-        if name in _BYTES:
-            parts.append(f"{name}={value / GIB:.4g}Gi")
-        else:
-            parts.append(f"{name}={value:.4g}")
-    return " ".join(parts)
+    """``cpu=8, memory=32Gi`` as Kubernetes quantities (``policies.format``); empty for none."""
+    return format_resources(values) if values else ""
 
 
 def percent(value: float) -> str:
@@ -58,13 +51,7 @@ def percent(value: float) -> str:
 
 
 def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    if seconds < 120:
-        return f"{seconds:.0f}s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:.1f}m"
-    return f"{seconds / 3600:.1f}h"
+    return "" if seconds is None else format_span(seconds)
 
 
 def iso(timestamp: float | None) -> str:
@@ -79,7 +66,7 @@ def quota_rows(report: QuotaReport) -> list[list[Any]]:
                 c.cluster,
                 amount(c.allocated),
                 amount(c.resource_hours),
-                f"{c.unit_hours:.4g}",
+                format_number(c.unit_hours),
                 c.running,
                 c.completed,
                 c.failed,
@@ -98,9 +85,9 @@ def quota_rows(report: QuotaReport) -> list[list[Any]]:
             percent(row.fair_share),
             amount(row.borrowed),
             amount(row.lent),
-            f"{row.real_priority:.4g}",
-            f"{row.effective_priority:.4g}",
-            f"{row.priority_factor:g}",
+            format_number(row.real_priority),
+            format_number(row.effective_priority),
+            format_number(row.priority_factor),
             amount(row.resource_hours),
             row.running,
             row.pending,
@@ -113,16 +100,17 @@ def quota_rows(report: QuotaReport) -> list[list[Any]]:
     ]
 
 
-def userprio_rows(report: UserPrioReport) -> list[list[Any]]:
+def userprio_rows(report: UserPrioReport, now: float) -> list[list[Any]]:
+    """Last usage in the viewer's zone and how long ago it is from ``now``."""
     return [
         [
             row.tenant,
-            f"{row.effective_priority:.4g}",
-            f"{row.real_priority:.4g}",
-            f"{row.priority_factor:g}",
+            format_number(row.effective_priority),
+            format_number(row.real_priority),
+            format_number(row.priority_factor),
             amount(row.in_use),
-            f"{row.accumulated_unit_hours:.4g}",
-            iso(row.last_usage),
+            format_number(row.accumulated_unit_hours),
+            "" if row.last_usage is None else format_when(row.last_usage, now, local=True),
         ]
         for row in report.rows
     ]

@@ -8,6 +8,7 @@ from pathlib import Path
 from federation.collector import keep_long_lived
 from federation.config import FederationConfig
 from federation.models import QueueTree
+from federation.simulator.choices import POLICIES
 from federation.simulator.engine import Progress, simulate
 from federation.simulator.entitlement import fair_shares
 from federation.simulator.metrics import Metrics, compute_metrics
@@ -15,7 +16,6 @@ from federation.simulator.output import write_events_csv, write_jobs_csv, write_
 from federation.simulator.records import SimulationResult
 from federation.simulator.scenario import Scenario
 
-POLICIES = ("fcfs", "easy", "conservative")
 JOBS_CSV = "jobs.csv"
 METRICS_JSON = "metrics.json"
 EVENTS_CSV = "events.csv"

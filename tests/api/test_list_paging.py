@@ -192,7 +192,18 @@ def test_fedq_jobs_shows_each_job_once_in_id_order(
     ]
     monkeypatch.setattr(cli_jobs, "client_from", lambda _: listing(read))
 
-    args = argparse.Namespace(state=None, queue=None, tenant=None, output="json", now=0.0, watch=False)
+    args = argparse.Namespace(
+        state=None,
+        queue=None,
+        tenant=None,
+        output="json",
+        now=0.0,
+        watch=False,
+        all=True,
+        mine=False,
+        sort="id",
+        limit=None,
+    )
     assert cli_jobs.cmd_jobs(args) == 0
 
     shown = json.loads(capsys.readouterr().out)["items"]

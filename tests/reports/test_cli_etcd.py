@@ -114,8 +114,6 @@ class Fedq:
         self.monkeypatch.setenv("FEDQ_SERVER", self.server)
         self.monkeypatch.setenv("FEDQ_TOKEN", token)
         self.monkeypatch.setattr(fedq_cli, "build_parser", _parser_with_report)
-        # main() points structlog at this test's captured stderr, which pytest closes afterwards.
-        self.monkeypatch.setattr(fedq_cli, "configure_logging", lambda *args, **kwargs: None)
         self.capsys.readouterr()
         code = fedq_cli.main(list(argv))
         out = self.capsys.readouterr()
