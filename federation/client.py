@@ -28,6 +28,11 @@ class FedqError(Exception):
 
 
 class FedqClient:
+    """The fedq API from Python, as the CLI uses it: ``with FedqClient(url, token, ca=...) as fedq:``.
+    Results are the API's JSON (its OpenAPI document names each shape); ``submit`` answers one job as
+    ``{"id"}``, an array as ``{"id", "ids"}``, exactly what ``fedq submit -o json`` prints for one file
+    of one document. A refusal raises ``FedqError`` with the HTTP status and the fields it names."""
+
     def __init__(
         self,
         server: str,
@@ -144,6 +149,7 @@ class FedqClient:
             params["continue"] = page["continue"]
 
     def job(self, job_id: str) -> dict[str, Any]:
+        """One job's record (``JobRecord``): spec, state, times in epoch seconds, its event history."""
         result: dict[str, Any] = self.request("GET", f"/v1/jobs/{job_id}")
         return result
 
