@@ -227,6 +227,11 @@ class FedqClient:
         result: dict[str, Any] = self.request("POST", "/v1/jobs/actions", body={"action": action, **body})
         return result
 
+    def whoami(self) -> dict[str, Any]:
+        """``{"role", "name", "token_id"}`` of this client's token."""
+        result: dict[str, Any] = self.request("GET", "/v1/whoami")
+        return result
+
     def queues(self) -> dict[str, Any]:
         result: dict[str, Any] = self.request("GET", "/v1/queues")
         return result

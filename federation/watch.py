@@ -104,12 +104,15 @@ class Listing:
 
     @property
     def prefix(self) -> str:
-        """The index range to watch: a state's (and queue's) own, so etcd filters by those."""
-        return keys.index_prefix(self.state, self.queue) if self.state is not None else keys.INDEX
+        """The index range to watch: a state's (and the queue's subtree's: its name as a key prefix), so
+        etcd filters by those; ``matches`` drops the queues that only share the name's start."""
+        return keys.index_prefix(self.state) + (self.queue or "") if self.state is not None else keys.INDEX
 
     def matches(self, view: dict[str, Any]) -> bool:
+        """The queue filter names a subtree: the queue itself and every queue under it."""
+        queue = view["queue"]
         return (self.tenant is None or view["tenant"] == self.tenant) and (
-            self.queue is None or view["queue"] == self.queue
+            self.queue is None or queue == self.queue or queue.startswith(f"{self.queue}.")
         )
 
     def changes(self, batch: list[WatchEvent]) -> list[dict[str, Any]]:

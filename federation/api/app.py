@@ -40,6 +40,7 @@ from federation.models import QueueTreeConfig
 from federation.quotas import QuotaLedger, StoreBudget
 from federation.store import Store
 from federation.submits import Submits
+from federation.ui import routes as ui
 from federation.watch import WatchLimiter
 from policies.clock import Clock, SystemClock
 
@@ -100,6 +101,7 @@ def create_app(
     app.include_router(routes_tokens.router)
     app.include_router(routes_clusters.router)
     app.include_router(routes_reports.router)
+    ui.mount(app)
     quota_metrics = routes_reports.register_metrics(state)
 
     @app.middleware("http")

@@ -94,6 +94,9 @@ async def list_clusters(state: State, who: Caller) -> dict[str, Any]:
                 "free": free,
                 "running": len(latest.running) if latest else 0,
                 "last_report_age": None if latest is None else round(now - latest.time, 3),
+                "cordoned": record.cordoned,
+                "lost_after": state.config.cluster.lost_after,
+                "shapes": [node.model_dump(mode="json") for node in reported],
             }
         )
     return {"items": items}

@@ -308,6 +308,17 @@ def _resume_after(token: str, filters: tuple[str | None, str | None, str | None]
     return cursor.after
 
 
+async def _listing_ranges(state: State, listed: str | None, queue: str | None) -> list[str]:
+    """The index ranges of a listing: a leaf queue's own; an inner queue's, those of the leaves under it
+    (jobs live only in leaves), in key order."""
+    tree = None if queue is None else await state.queues.get()
+    node = None if tree is None or queue is None else tree.get(queue)
+    if tree is None or node is None or node.is_leaf:
+        return index_ranges(listed, queue)
+    under = [leaf.path for leaf in tree.leaves() if leaf.path.startswith(f"{node.path}.")]
+    return sorted(prefix for leaf in under for prefix in index_ranges(listed, leaf))
+
+
 @router.get("", response_model=JobPage, responses=STREAM_RESPONSES)
 async def list_jobs(
     state: State,
@@ -319,7 +330,8 @@ async def list_jobs(
     limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
     token: Annotated[str | None, Query(alias="continue")] = None,
 ) -> dict[str, Any] | EventStream:
-    """A page in index key order (state, queue, id), read from where the previous page stopped.
+    """A page in index key order (state, queue, id), read from where the previous page stopped; an
+    inner ``queue`` lists its whole subtree.
 
     A page reads at most ``api.listScanLimit`` index keys, so a page may be shorter than ``limit``
     (even empty) while ``continue`` is set: follow it until it is null. ``watch=true``: instead, a stream
@@ -335,7 +347,7 @@ async def list_jobs(
     if stream.watch:
         paged = limit is not None or token is not None
         return await watch_listing(state, who, stream, Listing(listed, queue, tenant), paged=paged)
-    ranges = index_ranges(listed, queue)
+    ranges = await _listing_ranges(state, listed, queue)
     after = None if token is None else _resume_after(token, (listed, queue, tenant), ranges)
     page = await state.jobs.summary_page(
         ranges,

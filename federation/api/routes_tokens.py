@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from federation.api.deps import AuditEntry, Caller, State, audited, read_document, require_admin
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid
 from federation.api.schema import TokenLifetime, request_body
-from federation.api.views import IssuedToken, TokenList, TokenView
+from federation.api.views import Identity, IssuedToken, TokenList, TokenView
 from federation.auth import Principal, Role, TokenInfo, UnknownToken, id_of
 from federation.models import check_tenant_name
 from federation.models.cluster import ClusterGrant
@@ -180,3 +180,9 @@ async def revoke_token(
             404, f"no token with id {token_id} (a spent join token is gone; see `fedq token list`)"
         ) from None
     return _view(info, state.clock.now())
+
+
+@router.get("/v1/whoami", response_model=Identity)
+async def whoami(who: Caller) -> dict[str, Any]:
+    """Whom the token names (any token but a join token): a page asks this once to know what to offer."""
+    return {"role": who.role.value, "name": who.name, "token_id": who.token_id}

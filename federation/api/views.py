@@ -121,16 +121,31 @@ class Joined(_View):
     """How long the agent's runs may outlive its last answer from the federation (``cluster.lostAfter``)."""
 
 
+class NodeShapeView(_View):
+    """Identical nodes of one cluster, as its agent reported them (one shape per node on small clusters)."""
+
+    name: str
+    count: int
+    allocatable: dict[str, float]
+    free: dict[str, float]
+    labels: dict[str, str]
+    unschedulable: bool
+
+
 class ClusterView(_Open):
     name: str
     backend: str
     labels: dict[str, str]
     state: str
+    cordoned: bool = False
     nodes: int
     capacity: dict[str, float]
     free: dict[str, float]
     running: int
     last_report_age: float | None
+    lost_after: float | None = None
+    """``cluster.lostAfter``: a cluster unheard for longer is Unreachable."""
+    shapes: list[NodeShapeView] = Field(default_factory=list)
 
 
 class ClusterList(_View):
@@ -140,6 +155,14 @@ class ClusterList(_View):
 class Cordoned(_View):
     name: str
     cordoned: bool
+
+
+class Identity(_View):
+    """Whom the caller's token names: what a page shows and offers (an admin's views, a tenant's own)."""
+
+    role: str
+    name: str
+    token_id: str
 
 
 class Health(_View):

@@ -1,0 +1,185 @@
+// Jobs: one page at a time of GET /v1/jobs (limit and continue: never every job at once), filtered by
+// state, queue subtree and tenant on the server and by text on the page, sortable by any column, and
+// kept live by the listing's event stream (GET /v1/jobs?watch=true with the same filters).
+import { api, stream } from "../api.js";
+import { h, status, when } from "../dom.js";
+
+export const PAGE_SIZE = 50;
+const MAX_READS = 5; // a filtered page may come back short while `continue` is set: read on, a few times
+const STATES = ["Pending", "Reserved", "Unschedulable", "Dispatched", "Admitted", "Running", "Succeeded", "Failed", "Cancelled"];
+const COLUMNS = [
+  ["id", "Job"],
+  ["name", "Name"],
+  ["tenant", "Tenant"],
+  ["queue", "Queue"],
+  ["state", "State"],
+  ["priority", "Priority"],
+  ["submit_time", "Submitted"],
+  ["cluster", "Cluster"],
+  ["attempt", "Attempt"],
+  ["reason", "Reason"],
+];
+
+function queuePaths(nodes, depth = 0, out = []) {
+  for (const node of nodes) {
+    out.push([node.path, `${"\u00a0\u00a0".repeat(depth)}${node.name}`]);
+    queuePaths(node.children, depth + 1, out);
+  }
+  return out;
+}
+
+export async function jobsView({ root, me, arg, signal }) {
+  const started = performance.now();
+  const filters = new URLSearchParams(arg);
+  const state = filters.get("state") || "";
+  const queue = filters.get("queue") || "";
+  const tenant = me.role === "admin" ? filters.get("tenant") || "" : "";
+  const server = { state, queue, tenant };
+  let sort = { key: filters.get("sort") || "", dir: filters.get("dir") === "desc" ? -1 : 1 };
+  let search = "";
+  const tokens = [null]; // the continue token of each page read so far: page n starts at tokens[n]
+  let pageIndex = 0;
+  let items = [];
+  let next = null;
+  const fresh = new Set();
+
+  const go = (changes) => {
+    const params = new URLSearchParams({ state, queue, tenant, sort: sort.key, dir: sort.dir < 0 ? "desc" : "asc", ...changes });
+    for (const [key, value] of [...params]) if (!value) params.delete(key);
+    location.hash = `#/jobs/${params.toString()}`;
+  };
+
+  const stateSelect = h("select", { id: "f-state", onchange: (e) => go({ state: e.target.value }) }, h("option", { value: "" }, "any state"), STATES.map((s) => h("option", { value: s, selected: s === state }, s)));
+  const queueSelect = h("select", { id: "f-queue", onchange: (e) => go({ queue: e.target.value }) }, h("option", { value: "" }, "every queue"));
+  const searchBox = h("input", {
+    id: "f-search",
+    type: "search",
+    placeholder: "id, name, reason…",
+    oninput: (e) => {
+      search = e.target.value.trim().toLowerCase();
+      draw();
+    },
+  });
+  const tenantBox =
+    me.role === "admin"
+      ? h("input", { id: "f-tenant", value: tenant, list: "tenants", onchange: (e) => go({ tenant: e.target.value.trim() }) })
+      : null;
+  const tenantList = h("datalist", { id: "tenants" });
+  const live = h("span", { class: "live", dataset: { live: "connecting" } }, "connecting…");
+  const tbody = h("tbody", {});
+  const head = h("tr", {});
+  const pager = h("div", { class: "pager" });
+  const tableEl = h("table", { class: "jobs", "aria-label": "Jobs" }, h("thead", {}, head), tbody);
+  root.append(
+    h("h1", {}, "Jobs ", live),
+    h(
+      "form",
+      { class: "filters", onsubmit: (e) => e.preventDefault(), "aria-label": "Filter jobs" },
+      h("label", { for: "f-state" }, "State"),
+      stateSelect,
+      h("label", { for: "f-queue" }, "Queue subtree"),
+      queueSelect,
+      tenantBox ? [h("label", { for: "f-tenant" }, "Tenant"), tenantBox, tenantList] : null,
+      h("label", { for: "f-search" }, "Search this page"),
+      searchBox,
+    ),
+    h("div", { class: "scroll" }, tableEl),
+    pager,
+  );
+
+  api("/v1/queues", { signal })
+    .then((tree) => {
+      for (const [path, label] of queuePaths(tree.queues)) queueSelect.append(h("option", { value: path, selected: path === queue }, label));
+      const names = new Set(tree.queues.flatMap(function all(n) { return [...n.tenants, ...n.children.flatMap(all)]; }));
+      for (const name of [...names].sort()) tenantList.append(h("option", { value: name }));
+    })
+    .catch(() => {});
+
+  for (const [key, label] of COLUMNS) {
+    const active = sort.key === key;
+    head.append(
+      h(
+        "th",
+        { scope: "col", "aria-sort": active ? (sort.dir > 0 ? "ascending" : "descending") : "none" },
+        h("button", { type: "button", class: "sort", onclick: () => { sort = { key, dir: active && sort.dir > 0 ? -1 : 1 }; go({}); } }, label, active ? (sort.dir > 0 ? " ▲" : " ▼") : ""),
+      ),
+    );
+  }
+
+  function row(job) {
+    return h(
+      "tr",
+      { dataset: { job: job.id, state: job.state, tenant: job.tenant }, class: fresh.has(job.id) ? "fresh" : "" },
+      h("th", { scope: "row" }, h("a", { href: `#/job/${encodeURIComponent(job.id)}` }, job.id)),
+      h("td", {}, job.name),
+      h("td", {}, job.tenant),
+      h("td", {}, job.queue),
+      h("td", {}, h("span", { class: `badge state-${job.state.toLowerCase()}` }, job.state)),
+      h("td", { class: "num" }, String(job.priority)),
+      h("td", {}, when(job.submit_time)),
+      h("td", {}, job.cluster || "—"),
+      h("td", { class: "num" }, String(job.attempt)),
+      h("td", { class: "reason" }, job.reason || ""),
+    );
+  }
+
+  function draw() {
+    let shown = search ? items.filter((j) => [j.id, j.name, j.reason, j.cluster, j.queue, j.tenant].some((v) => (v || "").toLowerCase().includes(search))) : items.slice();
+    if (sort.key) shown.sort((a, b) => (a[sort.key] < b[sort.key] ? -sort.dir : a[sort.key] > b[sort.key] ? sort.dir : 0));
+    tbody.replaceChildren(...(shown.length ? shown.map(row) : [h("tr", {}, h("td", { colspan: COLUMNS.length }, "No jobs."))]));
+    pager.replaceChildren(
+      h("button", { type: "button", disabled: pageIndex === 0, onclick: () => load(pageIndex - 1) }, "← Previous"),
+      h("span", {}, ` Page ${pageIndex + 1} (${items.length} jobs${search ? `, ${shown.length} match` : ""}) `),
+      h("button", { type: "button", disabled: !next, onclick: () => load(pageIndex + 1) }, "Next →"),
+    );
+  }
+
+  async function load(index) {
+    let cursor = tokens[index];
+    const read = [];
+    for (let n = 0; n < MAX_READS && read.length < PAGE_SIZE; n += 1) {
+      const page = await api("/v1/jobs", { params: { ...server, limit: PAGE_SIZE - read.length, continue: cursor }, signal });
+      read.push(...page.items);
+      cursor = page.continue;
+      if (!cursor) break;
+    }
+    pageIndex = index;
+    items = read;
+    next = cursor;
+    tokens[index + 1] = cursor;
+    fresh.clear();
+    draw();
+  }
+
+  await load(0);
+  root.dataset.renderedMs = String(Math.round(performance.now() - started));
+  status(`${items.length} jobs on page 1, shown in ${root.dataset.renderedMs} ms`);
+
+  stream(
+    "/v1/jobs",
+    server,
+    ({ event, data }) => {
+      if (event !== "jobs") return;
+      for (const { type, job } of data.changes) {
+        const at = items.findIndex((j) => j.id === job.id);
+        if (type === "delete") {
+          if (at >= 0) items.splice(at, 1);
+        } else if (at >= 0) {
+          items[at] = job;
+          fresh.add(job.id);
+        } else if (pageIndex === 0) {
+          items.unshift(job); // new to this listing: shown on the first page until the next read
+          fresh.add(job.id);
+        }
+      }
+      draw();
+    },
+    {
+      signal,
+      onState: (text) => {
+        live.dataset.live = text;
+        live.textContent = text === "live" ? "● live" : text;
+      },
+    },
+  );
+}

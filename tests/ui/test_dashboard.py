@@ -1,0 +1,218 @@
+"""Issue 25's acceptance: the dashboard's views against a live federation, as an admin and as a tenant,
+checked against the API and the CLI (tests/ui/conftest.py starts everything once)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from tests.e2e.cluster import job
+from tests.e2e.support import ADMIN_TOKEN, REPO, cli, cli_json
+from tests.ui.pages import Dashboard, Watched
+
+pytestmark = [pytest.mark.etcd, pytest.mark.slow]
+
+
+def fedq_json(board: Dashboard, *args: str, token: str = ADMIN_TOKEN) -> Any:
+    return cli_json(*args, "--ca", board.fed.ca, token=token, server=board.url)
+
+
+def test_queue_view_shows_the_reports_allocations(dashboard: Dashboard, watched: Watched) -> None:
+    watched.login(dashboard.url, dashboard.tokens["admin"])
+    watched.page.goto(f"{dashboard.url}/ui/#/queues")
+    watched.page.wait_for_selector("tr[data-queue='research.vision'] [data-allocated-units]")
+    cells = watched.page.eval_on_selector_all(
+        "tr[data-queue] [data-allocated-units]",
+        "els => els.map(e => [e.closest('tr').dataset.queue, Number(e.dataset.allocatedUnits)])",
+    )
+    shown = dict(cells)
+    shown_report = [body for url, body in watched.answers if "/v1/reports/quota" in url][-1]
+    assert shown == {row["queue"]: row["allocated_units"] for row in shown_report["queues"] if row["queue"]}
+    # The workload holds still (its runs outlast the session): alice 2 x 1 cpu and bob 2 cpu in vision,
+    # carol 1 in nlp, as the API says now.
+    assert shown["research.vision"] == 4.0 and shown["research.nlp"] == 1.0 and shown["research"] == 5.0
+    api = fedq_json(dashboard, "report", "quota", "--since", "1h")
+    assert {row["queue"]: row["allocated_units"] for row in api["queues"] if row["queue"]} == shown
+    watched.screenshot("queues")
+
+
+def test_a_tenant_sees_only_its_own_jobs(dashboard: Dashboard, watched: Watched) -> None:
+    watched.login(dashboard.url, dashboard.tokens["alice"])
+    views = {"jobs": "tr[data-job]", "usage": "#usage-chart", "queues": "tr[data-tenant='alice']"}
+    for view, drawn in views.items():
+        watched.page.goto(f"{dashboard.url}/ui/#/{view}")
+        watched.page.wait_for_selector(f"section[data-view='{view}'] {drawn}")
+        if view == "jobs":
+            rows = watched.page.eval_on_selector_all(
+                "tr[data-job]", "els => els.map(e => [e.dataset.job, e.dataset.tenant])"
+            )
+            assert {job_id for job_id, _ in rows} >= set(dashboard.workload["alice"])
+            assert {tenant for _, tenant in rows} == {"alice"}
+        text = watched.page.inner_text("#view")
+        for other in ("bob", "carol"):
+            for job_id in dashboard.workload[other]:
+                assert job_id not in text
+    tenants: set[str] = set()
+
+    def collect(value: Any) -> None:
+        if isinstance(value, dict):
+            if isinstance(value.get("tenant"), str):
+                tenants.add(value["tenant"])
+            for item in value.values():
+                collect(item)
+        elif isinstance(value, list):
+            for item in value:
+                collect(item)
+
+    bodies = [body for _, body in watched.answers]
+    assert any("items" in body for body in bodies)  # the job listing was among them
+    for body in bodies:
+        collect(body)
+        if "series" in body and body["series"]:
+            tenants.update(body["series"]["tenants"])
+    assert tenants == {"alice"}, "a response named another tenant"
+    watched.login(dashboard.url, dashboard.tokens["admin"])
+    watched.page.goto(f"{dashboard.url}/ui/#/jobs")
+    watched.page.wait_for_selector(f"tr[data-job='{dashboard.workload['bob'][0]}']")  # an admin sees everyone's
+
+
+def test_a_submitted_job_appears_and_moves_without_a_reload(dashboard: Dashboard, watched: Watched) -> None:
+    watched.login(dashboard.url, dashboard.tokens["admin"])
+    watched.page.goto(f"{dashboard.url}/ui/#/jobs")
+    watched.page.wait_for_selector(".live[data-live='live']")
+    loads = len([u for u in watched.requests if urlparse(u).path == "/ui/"])
+    job_id = dashboard.fed.submit(job("live-one", cpu="1", runtime="2s"), "alice")
+    row = f"tr[data-job='{job_id}']"
+    watched.page.wait_for_selector(row, timeout=15_000)
+    seen = {watched.page.get_attribute(row, "data-state")}
+    deadline = time.monotonic() + 30
+    while "Succeeded" not in seen and time.monotonic() < deadline:
+        watched.page.wait_for_function(
+            "([sel, was]) => { const r = document.querySelector(sel); return r && r.dataset.state !== was; }",
+            arg=[row, watched.page.get_attribute(row, "data-state")],
+            timeout=30_000,
+        )
+        seen.add(watched.page.get_attribute(row, "data-state"))
+    assert "Succeeded" in seen and len(seen) >= 2, seen
+    assert len([u for u in watched.requests if urlparse(u).path == "/ui/"]) == loads, "the page was reloaded"
+
+
+def test_cordon_from_the_page_shows_in_fedq_clusters(dashboard: Dashboard, watched: Watched) -> None:
+    watched.login(dashboard.url, dashboard.tokens["admin"])
+    watched.page.goto(f"{dashboard.url}/ui/#/clusters")
+    watched.page.click("button[aria-label='cordon west']")
+    watched.page.wait_for_selector("tr[data-cluster='west'][data-state='Cordoned']")
+    states = {c["name"]: c["state"] for c in fedq_json(dashboard, "clusters")["items"]}
+    assert states == {"east": "Ready", "west": "Cordoned"}
+    watched.screenshot("clusters")
+    watched.page.click("button[aria-label='uncordon west']")
+    watched.page.wait_for_selector("tr[data-cluster='west'][data-state='Ready']")
+    assert {c["name"]: c["state"] for c in fedq_json(dashboard, "clusters")["items"]}["west"] == "Ready"
+
+
+def _last_points(watched: Watched, chart: str) -> dict[str, float]:
+    return dict(
+        watched.page.eval_on_selector_all(
+            f"#{chart} path[data-series]", "els => els.map(e => [e.dataset.series, Number(e.dataset.lastY)])"
+        )
+    )
+
+
+def test_usage_charts_end_at_the_reports_numbers(dashboard: Dashboard, watched: Watched) -> None:
+    watched.login(dashboard.url, dashboard.tokens["admin"])
+    watched.page.goto(f"{dashboard.url}/ui/#/usage/since=1h")
+    watched.page.wait_for_selector("#usage-chart path[data-series='alice']")
+    used, shares = _last_points(watched, "usage-chart"), _last_points(watched, "share-chart")
+    report = fedq_json(dashboard, "report", "quota", "--since", "1h")
+    for row in report["tenants"]:
+        tenant = row["tenant"]
+        assert used[tenant] == pytest.approx(row["allocated_units"]), tenant
+        assert used[f"{tenant} fair share"] == pytest.approx(row["fair_share_units"]), tenant
+        assert shares[tenant] == pytest.approx(100 * row["share_now"]), tenant
+        assert shares[f"{tenant} fair share"] == pytest.approx(100 * row["fair_share"]), tenant
+    assert used["alice"] == 2.0 and used["bob"] == 2.0 and used["carol"] == 1.0
+    with watched.page.expect_download() as download:
+        watched.page.click("#csv")
+    header = Path(download.value.path()).read_text().splitlines()[0]
+    assert header.startswith("tenant,")
+    watched.page.focus("#usage-chart")
+    watched.page.keyboard.press("ArrowLeft")
+    assert "alice:" in watched.page.inner_text("#usage-chart + .legend + .readout")
+    watched.screenshot("usage")
+
+
+def test_job_page_has_spec_events_explain_and_logs(dashboard: Dashboard, watched: Watched) -> None:
+    job_id = dashboard.workload["alice"][0]
+    watched.login(dashboard.url, dashboard.tokens["alice"])
+    watched.page.goto(f"{dashboard.url}/ui/#/job/{job_id}")
+    watched.page.wait_for_selector("#timeline li[data-to='Running']")
+    assert watched.page.inner_text("#job-state") == "Running"
+    assert "the job is Running" in watched.page.inner_text("#explain")
+    assert '"queue": "research.vision"' in watched.page.inner_text("pre.spec")
+    assert watched.page.inner_text("#logs")  # the run's lines, or that there are none yet
+    watched.screenshot("job")
+
+
+def test_the_jobs_view_pages_10000_jobs(dashboard: Dashboard, watched: Watched) -> None:
+    spec = job("many", cpu="1", runtime="1s")
+    spec["spec"]["array"] = {"count": 10_000}
+    dashboard.fed.admin.submit(spec, tenant="bob", hold=True)  # held: in the store, never dispatched
+    watched.login(dashboard.url, dashboard.tokens["admin"])
+    started = time.perf_counter()
+    watched.page.goto(f"{dashboard.url}/ui/#/jobs")
+    watched.page.wait_for_selector("section[data-view='jobs'][data-rendered-ms]")
+    seconds = time.perf_counter() - started
+    in_page = int(watched.page.get_attribute("section[data-view='jobs']", "data-rendered-ms") or 0)
+    print(
+        f"\njobs view, 10,000+ jobs in the store: first page rendered {seconds:.3f} s after navigation "
+        f"({in_page} ms in the page)"
+    )
+    assert watched.page.locator("tr[data-job]").count() == 50
+    watched.page.click("text=Next →")
+    watched.page.wait_for_selector("text=Page 2")
+    listed = [parse_qs(urlparse(u).query) for u in watched.requests if urlparse(u).path == "/v1/jobs"]
+    assert listed and all(q.get("watch") == ["true"] or int(q["limit"][0]) <= 50 for q in listed), listed
+    watched.screenshot("jobs")
+    watched.page.set_viewport_size({"width": 390, "height": 844})  # a phone: nothing wider than the screen
+    assert watched.page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    watched.screenshot("jobs-phone")
+
+
+def test_keyboard_reaches_every_view(dashboard: Dashboard, watched: Watched) -> None:
+    watched.login(dashboard.url, dashboard.tokens["admin"])
+    watched.page.goto(f"{dashboard.url}/ui/#/queues")
+    watched.page.reload()  # the token lives on in the tab's session storage; focus starts at the top
+    watched.page.wait_for_selector("section[data-view='queues'] table")
+    watched.page.keyboard.press("Tab")  # the skip link first
+    assert watched.page.evaluate("document.activeElement.className") == "skip"
+    for view in ("queues", "clusters"):
+        watched.page.keyboard.press("Tab")
+        assert watched.page.evaluate("document.activeElement.getAttribute('href')") == f"#/{view}"
+    watched.page.keyboard.press("Enter")
+    watched.page.wait_for_selector("section[data-view='clusters'] table")
+
+
+def test_simulator_results_draw_the_plots(dashboard: Dashboard, watched: Watched, tmp_path: Path) -> None:
+    out = tmp_path / "sim"
+    cli("simulate", str(REPO / "configs" / "scenarios" / "fairshare.yaml"), "--output-dir", str(out))
+    metrics = json.loads((out / "metrics.json").read_text())
+    watched.login(dashboard.url, dashboard.tokens["alice"])
+    watched.page.goto(f"{dashboard.url}/ui/#/simulator")
+    watched.page.set_input_files("#sim-files", [str(out / "jobs.csv"), str(out / "metrics.json")])
+    for chart in ("sim-utilization", "sim-shares", "sim-waits", "sim-mean-wait"):
+        watched.page.wait_for_selector(f"#{chart} path[data-series]")
+    means = watched.page.eval_on_selector_all(
+        "#sim-utilization path[data-series*='mean']", "els => els.map(e => Number(e.dataset.lastY))"
+    )
+    assert means == [pytest.approx(100 * metrics["utilization"]["cpu"], abs=1e-3)]
+    fair = _last_points(watched, "sim-shares")
+    for tenant, row in metrics["tenants"].items():
+        assert fair[f"{tenant} fair share"] == pytest.approx(100 * row["fair_share"])
+    watched.page.click("#sim-shares + .legend button")  # hide a tenant: its line goes
+    assert watched.page.locator("#sim-shares path.hidden").count() == 1
+    watched.screenshot("simulator")
