@@ -64,8 +64,9 @@ class Watched:
 
     def login(self, url: str, token: str) -> None:
         self.page.goto(f"{url}/")
-        self.page.evaluate("sessionStorage.clear()")  # whoever was logged in in this tab is logged out
-        self.page.reload()
+        self.page.wait_for_selector("#login:not([hidden]), #logout:not([hidden])")
+        if self.page.is_visible("#logout"):  # whoever was logged in in this tab logs out first
+            self.page.click("#logout")
         self.page.fill("#token", token)
         self.page.press("#token", "Enter")
         self.page.wait_for_selector("#who:not([hidden])")

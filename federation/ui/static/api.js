@@ -27,6 +27,7 @@ function url(path, params) {
 }
 
 async function send(path, { method = "GET", params, body, signal, accept = "application/json" } = {}) {
+  if (!token.get()) throw new ApiError(401, "not logged in"); // logged out meanwhile: send nothing
   const headers = { Authorization: `Bearer ${token.get()}`, Accept: accept };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch(url(path, params), {
