@@ -128,7 +128,7 @@ def create_app(
         text = generate_latest(state.metrics.registry)
         scheduler = getattr(app.state, "scheduler", None)
         if scheduler is not None:
-            text += (await scheduler.status()).metrics
+            text += (await scheduler.status(metrics=True)).metrics
         if who.role in (Role.ADMIN, Role.METRICS):
             await quota_metrics.refresh()  # from the store, at most every 10 s
             text += generate_latest(state.metrics.usage)

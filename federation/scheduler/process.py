@@ -38,7 +38,7 @@ ANSWER_WITHIN = 5.0  # seconds the API waits for the scheduler's answer before c
 @dataclass(frozen=True, slots=True)
 class SchedulerStatus:
     leads: bool
-    metrics: bytes  # the scheduler's series, Prometheus text
+    metrics: bytes  # the scheduler's series, Prometheus text; empty unless asked for
 
 
 class SchedulerTask:
@@ -54,8 +54,10 @@ class SchedulerTask:
     def start(self) -> None:
         self._task = asyncio.create_task(self.service.run(self._stop))
 
-    async def status(self) -> SchedulerStatus:
-        return SchedulerStatus(self.service.election.is_leader, generate_latest(self.metrics.registry))
+    async def status(self, metrics: bool = False) -> SchedulerStatus:
+        """Whether it leads and, with ``metrics``, its series (a health check needs only the first)."""
+        text = generate_latest(self.metrics.registry) if metrics else b""
+        return SchedulerStatus(self.service.election.is_leader, text)
 
     async def stop(self) -> None:
         self._stop.set()
@@ -82,18 +84,19 @@ class SchedulerProcess:
     def start(self) -> None:
         self._process.start()
 
-    async def status(self) -> SchedulerStatus:
-        return await asyncio.to_thread(self._ask)
+    async def status(self, metrics: bool = False) -> SchedulerStatus:
+        """Whether it leads and, with ``metrics``, its series (a health check needs only the first)."""
+        return await asyncio.to_thread(self._ask, metrics)
 
-    def _ask(self) -> SchedulerStatus:
+    def _ask(self, metrics: bool) -> SchedulerStatus:
         with self._lock:
             try:
                 while self._pipe.poll():  # a late answer to a question that timed out
                     self._pipe.recv()
-                self._pipe.send(None)
+                self._pipe.send(metrics)
                 if self._pipe.poll(ANSWER_WITHIN):
-                    leads, metrics = self._pipe.recv()
-                    return SchedulerStatus(leads, metrics)
+                    leads, text = self._pipe.recv()
+                    return SchedulerStatus(leads, text)
             except (EOFError, OSError):
                 pass
             return SchedulerStatus(False, b"")
@@ -148,8 +151,8 @@ async def _schedule(
     def answer() -> None:
         with contextlib.suppress(EOFError, OSError):
             while True:
-                pipe.recv()
-                pipe.send((service.election.is_leader, generate_latest(metrics.registry)))
+                wanted = pipe.recv()
+                pipe.send((service.election.is_leader, generate_latest(metrics.registry) if wanted else b""))
 
     threading.Thread(target=wait_for_stop, name="fedq-scheduler-stop", daemon=True).start()
     threading.Thread(target=answer, name="fedq-scheduler-answer", daemon=True).start()
