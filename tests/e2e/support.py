@@ -41,3 +41,15 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def runs_recorded(runs: Path, first_waits: float) -> list[str]:
+    """A command that appends its pid to ``runs``; the first run then waits ``first_waits`` seconds (to be
+    stopped by the test), later runs end at once: so the file counts the runs and names the first."""
+    script = (
+        "import os, pathlib, sys, time; runs = pathlib.Path(sys.argv[1]);"
+        "first = not runs.exists();"
+        "runs.open('a').write(f'{os.getpid()}\\n');"
+        f"time.sleep({first_waits:g} if first else 0)"
+    )
+    return [sys.executable, "-c", script, str(runs)]

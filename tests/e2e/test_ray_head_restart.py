@@ -7,7 +7,6 @@ before the new head exists."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,16 +15,10 @@ from federation.launcher import wait_until
 from federation.store import EtcdServer
 from tests.e2e.cluster import FAST, Federation, job
 from tests.e2e.ray_head import ENV, RayHead
-from tests.e2e.support import alive
+from tests.e2e.support import alive, runs_recorded
 
 pytestmark = [pytest.mark.etcd, pytest.mark.ray, pytest.mark.slow]
 CONFIG = {**FAST, "cluster": {"lostAfter": "120s", "requeueAfter": "240s"}}  # the cluster itself is never lost
-SCRIPT = (
-    "import os, pathlib, sys, time; runs = pathlib.Path(sys.argv[1]);"
-    "first = not runs.exists();"
-    "runs.open('a').write(f'{os.getpid()}\\n');"
-    "time.sleep(300 if first else 0)"
-)
 
 
 def test_the_agent_outlives_a_ray_head_restart_and_reruns_what_was_lost_once(
@@ -40,7 +33,7 @@ def test_the_agent_outlives_a_ray_head_restart_and_reruns_what_was_lost_once(
     try:
         fed.join("ray-h", "ray", "--ray-address", head.address)
         runs = tmp_path / "runs"
-        job_id = fed.submit(job("survivor", command=[sys.executable, "-c", SCRIPT, str(runs)]))
+        job_id = fed.submit(job("survivor", command=runs_recorded(runs, 300)))
         first = fed.wait_state(job_id, {"Running"})
         pid = int(wait_until(lambda: runs.exists() and runs.read_text().split()[0], 30, "the first run's pid"))
         head.kill()

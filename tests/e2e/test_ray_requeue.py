@@ -4,7 +4,6 @@ epoch, exactly once; a real server on real etcd and a real agent process on a lo
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,17 +11,10 @@ import pytest
 from federation.launcher import wait_until
 from federation.store import EtcdServer
 from tests.e2e.cluster import FAST, Federation, job
-from tests.e2e.support import alive
+from tests.e2e.support import alive, runs_recorded
 
 pytestmark = [pytest.mark.etcd, pytest.mark.ray, pytest.mark.slow]
 CONFIG = {**FAST, "cluster": {"lostAfter": "60s", "requeueAfter": "120s"}}  # no test here loses its cluster
-# Each run appends its pid to the file; the first then sleeps (to be requeued), a later one ends at once.
-SCRIPT = (
-    "import os, pathlib, sys, time; runs = pathlib.Path(sys.argv[1]);"
-    "first = not runs.exists();"
-    "runs.open('a').write(f'{os.getpid()}\\n');"
-    "time.sleep(120 if first else 0)"
-)
 
 
 def test_requeue_kills_the_run_and_runs_it_again_under_a_new_epoch_once(
@@ -33,7 +25,7 @@ def test_requeue_kills_the_run_and_runs_it_again_under_a_new_epoch_once(
     try:
         fed.join("ray-r", "ray", "--ray-address", ray_cluster)
         runs = tmp_path / "runs"
-        job_id = fed.submit(job("requeued", command=[sys.executable, "-c", SCRIPT, str(runs)]))
+        job_id = fed.submit(job("requeued", command=runs_recorded(runs, 120)))
         first = fed.wait_state(job_id, {"Running"})
         pid = int(wait_until(lambda: runs.exists() and runs.read_text().split()[0], 30, "the first run's pid"))
         asked = fed.admin.act(job_id, "requeue")
