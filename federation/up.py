@@ -24,7 +24,7 @@ from rich.live import Live
 from rich.table import Table
 
 from federation.cli.jobs import read_documents
-from federation.cli.output import console, emit
+from federation.cli.output import console, emit, say
 from federation.cli.up import AGENTS, CONFIGS
 from federation.client import FedqClient
 from federation.config import load_yaml_file
@@ -136,23 +136,23 @@ def _data_dir(args: argparse.Namespace, stack: ExitStack) -> Path:
     if args.workdir:
         work = Path(args.workdir)
         work.mkdir(parents=True, exist_ok=True)
-        console.print(f"data dir {work} (kept on exit)", highlight=False)
+        say(f"data dir {work} (kept on exit)")
         return work
     work = Path(tempfile.mkdtemp(prefix="fedq-up-"))
     if args.keep:
-        console.print(f"data dir {work} (kept on exit: --keep)", highlight=False)
+        say(f"data dir {work} (kept on exit: --keep)")
         return work
 
     def remove(failed: type[BaseException] | None, *_: object) -> bool:
         if failed is not None and not issubclass(failed, KeyboardInterrupt):
-            console.print(f"kept the data dir {work}: its logs say what went wrong", highlight=False)
+            say(f"kept the data dir {work}: its logs say what went wrong")
         else:
             shutil.rmtree(work, ignore_errors=True)
-            console.print(f"removed the data dir {work} (--keep keeps it)", highlight=False)
+            say(f"removed the data dir {work} (--keep keeps it)")
         return False
 
     stack.push(remove)  # the first pushed: it runs after every process has stopped
-    console.print(f"data dir {work} (removed on exit; --keep keeps it)", highlight=False)
+    say(f"data dir {work} (removed on exit; --keep keeps it)")
     return work
 
 
@@ -173,7 +173,7 @@ def run_up(args: argparse.Namespace) -> int:
         if args.store == "etcd":  # TLS (a throwaway CA) and etcd auth: fedq's user sees only its prefix
             etcd = stack.enter_context(EtcdServer(work / "etcd", clock=SystemClock()))
             connection = etcd.connection
-            console.print(f"etcd {etcd.endpoint} as user {etcd.user} (data in {work / 'etcd'}, TLS in {etcd.tls_dir})")
+            say(f"etcd {etcd.endpoint} as user {etcd.user} (data in {work / 'etcd'}, TLS in {etcd.tls_dir})")
         api_ca = ThrowawayCA(work / "api-tls", SystemClock().now())  # the API is https too, on a CA of this run
         served = api_ca.issue("fedq-api", hosts=LOOPBACK_NAMES, server=True)
         env["FEDQ_CA"] = str(api_ca.cert)  # for the agents
@@ -186,12 +186,8 @@ def run_up(args: argparse.Namespace) -> int:
             tls=(served, api_ca.cert),
         )
         stack.enter_context(server)
-        console.print(f"federation server {server.url} (log {work / 'server.log'})")
-        console.print(
-            f"in another shell: export FEDQ_SERVER={server.url} FEDQ_TOKEN={admin} FEDQ_CA={api_ca.cert}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        say(f"federation server {server.url} (log {work / 'server.log'})")
+        say(f"in another shell: export FEDQ_SERVER={server.url} FEDQ_TOKEN={admin} FEDQ_CA={api_ca.cert}")
         client = stack.enter_context(FedqClient(server.url, admin, ca=str(api_ca.cert)))
         for name in args.agents:
             token = client.create_join_token(name)
@@ -212,7 +208,7 @@ def run_up(args: argparse.Namespace) -> int:
                 env,
             )
             stack.enter_context(agent)
-            console.print(f"member agent {name} (log {work / f'{name}.log'})")
+            say(f"member agent {name} (log {work / f'{name}.log'})")
         wait_until(
             lambda: (
                 {c["name"] for c in client.request("GET", "/v1/clusters")["items"] if c["state"] == "Ready"}
@@ -242,20 +238,14 @@ def run_up(args: argparse.Namespace) -> int:
         )
         unfinished = [job["id"] for job in jobs if job["state"] not in TERMINAL]
         if args.exit:
-            console.print("the workload is done: stopping everything fedq up started (--exit)")
+            say("the workload is done: stopping everything fedq up started (--exit)")
             return 1 if unfinished else 0
-        console.print(
-            f"\nfedq is up at {server.url}: export FEDQ_SERVER={server.url} FEDQ_TOKEN={admin} FEDQ_CA={api_ca.cert}",
-            highlight=False,
-            soft_wrap=True,
-        )
-        console.print(
-            "try: fedq jobs | fedq clusters | fedq queues | fedq explain ID | fedq report quota | fedq report userprio"
-        )
-        console.print("Ctrl-C stops everything fedq up started.")
+        say(f"\nfedq is up at {server.url}: export FEDQ_SERVER={server.url} FEDQ_TOKEN={admin} FEDQ_CA={api_ca.cert}")
+        say("try: fedq jobs | fedq clusters | fedq queues | fedq explain ID | fedq report quota | fedq report userprio")
+        say("Ctrl-C stops everything fedq up started.")
         try:
             while server.alive:
                 time.sleep(1)
         except KeyboardInterrupt:
-            console.print("stopping")
+            say("stopping")
     return 0

@@ -124,6 +124,13 @@ def fitting(specs: Sequence[Column], texts: Sequence[Sequence[str]], width: int,
     return kept
 
 
+def say(message: str, *, stderr: bool = False) -> None:
+    """One line of prose, never folded at the console's width: a path, token or command in it must
+    stay whole to be copied or grepped (the terminal wraps it if it must)."""
+    _console(stderr=stderr).print(message, highlight=False, markup=False, soft_wrap=True)
+
+
 def fail(message: str, code: int) -> int:
-    _console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False, markup=True)
+    """``error: MESSAGE`` on stderr, unfolded as ``say``; returns the exit code."""
+    _console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False, markup=True, soft_wrap=True)
     return code

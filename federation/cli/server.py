@@ -76,7 +76,7 @@ async def serve(args: argparse.Namespace) -> None:
     import uvicorn
 
     from federation.api.app import create_app
-    from federation.cli.output import errors
+    from federation.cli.output import say
     from federation.config import load_federation_config, load_yaml_file
     from federation.models import QueueTreeConfig
     from federation.scheduler.process import scheduler_runner
@@ -88,7 +88,7 @@ async def serve(args: argparse.Namespace) -> None:
     queues = QueueTreeConfig.model_validate(load_yaml_file(args.queues)) if args.queues else None
     token, generated = admin_token_from_env()
     if generated:
-        errors.print(f"admin token (set FEDQ_ADMIN_TOKEN to choose one): {token}", highlight=False)
+        say(f"admin token (set FEDQ_ADMIN_TOKEN to choose one): {token}", stderr=True)
     target = etcd_connection(args) if args.store == "etcd" else "memory"
     store = open_store(target, prefix=args.prefix, clock=SystemClock())
     clock = SystemClock()

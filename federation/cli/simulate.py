@@ -91,7 +91,7 @@ def cmd_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
 
 
 def _scenario(args: argparse.Namespace) -> Scenario:
-    from federation.cli.output import errors
+    from federation.cli.output import say
     from federation.config import load_federation_config
     from federation.simulator.run import with_policy
     from federation.simulator.scenario import load_scenario
@@ -102,12 +102,12 @@ def _scenario(args: argparse.Namespace) -> Scenario:
     if args.swf:
         trace = read_swf(args.swf, strict=args.strict, limit=args.limit)
         for line_no, message in trace.warnings[:SHOWN_WARNINGS]:
-            errors.print(f"warning: {args.swf}:{line_no}: {message}", highlight=False, markup=False)
+            say(f"warning: {args.swf}:{line_no}: {message}", stderr=True)
         if len(trace.warnings) > SHOWN_WARNINGS:
-            errors.print(f"warning: {len(trace.warnings) - SHOWN_WARNINGS} more malformed lines", highlight=False)
+            say(f"warning: {len(trace.warnings) - SHOWN_WARNINGS} more malformed lines", stderr=True)
         if trace.skipped:
             reasons = ", ".join(f"{n} {why}" for why, n in sorted(trace.skip_reasons.items()))
-            errors.print(f"skipped {trace.skipped} jobs that cannot be replayed ({reasons})", highlight=False)
+            say(f"skipped {trace.skipped} jobs that cannot be replayed ({reasons})", stderr=True)
         scenario = scenario_from_swf(
             trace,
             config or load_federation_config(None),

@@ -44,7 +44,7 @@ def test_a_held_job_waits_while_lower_ones_run_and_an_update_reorders(etcd_serve
         fed.wait_state(busy, {"Running"})
         spec = tmp_path / "high.json"
         spec.write_text(json.dumps(whole_cluster("high", "2s", priority=10)))
-        (high,) = fedq("submit", str(spec), "--hold")["ids"]
+        high = fedq("submit", str(spec), "--hold")["id"]  # one job: {"id"}, as FedqClient.submit answers
         low1 = fed.submit(whole_cluster("low1", "1s"))
         low2 = fed.submit(whole_cluster("low2", "3s"))
         updated = fedq("update", low2, "--priority", "5")
@@ -76,7 +76,7 @@ def test_a_held_job_waits_while_lower_ones_run_and_an_update_reorders(etcd_serve
         sweep = whole_cluster("sweep", "1s")
         sweep["spec"]["array"] = {"count": 3}
         spec.write_text(json.dumps(sweep))
-        base = fedq("submit", str(spec), "--hold")["ids"][0].rsplit("-", 1)[0]
+        base = fedq("submit", str(spec), "--hold")["id"]  # an array: its base id
         cancelled = fedq("cancel", "--array", base)
         assert (cancelled["matched"], cancelled["changed"], cancelled["refused"]) == (3, 3, 0)
         refused = cli(

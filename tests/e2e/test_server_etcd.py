@@ -28,7 +28,8 @@ def test_cli_round_trip_and_restart_keeps_acknowledged_jobs(tmp_path: Path) -> N
             hello = cli_json(
                 "submit", str(REPO / "configs" / "examples" / "hello.yaml"), token=alice, server=server.url
             )
-            (first,) = hello["ids"]
+            assert set(hello) == {"id"}  # one job: the shape FedqClient.submit answers
+            first = hello["id"]
             job = cli_json("job", first, token=alice, server=server.url)
             assert (job["name"], job["tenant"], job["state"]) == ("hello", "alice", "Pending")
 
@@ -61,7 +62,9 @@ def test_cli_round_trip_and_restart_keeps_acknowledged_jobs(tmp_path: Path) -> N
         etcd.stop()
         etcd.start()
         with ServerProcess(etcd.connection, tmp_path / "server2.log", env=ADMIN_ENV) as server:
-            listed = {item["id"]: item["state"] for item in cli_json("jobs", token=alice, server=server.url)["items"]}
+            listed = {
+                item["id"]: item["state"] for item in cli_json("jobs", "--all", token=alice, server=server.url)["items"]
+            }
             assert set(listed) == set(acknowledged)
             assert listed[cancelled] == "Cancelled"
             assert all(state == "Pending" for job_id, state in listed.items() if job_id != cancelled)

@@ -37,6 +37,7 @@ def test_fedq_up_runs_the_sample_workload_and_reports(tmp_path: Path) -> None:
         text=True,
         cwd=REPO,
         timeout=180,
+        env={**os.environ, "COLUMNS": "100"},  # the width issue 24 asks to stay readable, whatever CI's is
     )
     elapsed = time.monotonic() - started
     logs = "\n".join(f"--- {p.name}\n{p.read_text()[-1500:]}" for p in tmp_path.glob("*.log"))
@@ -47,7 +48,9 @@ def test_fedq_up_runs_the_sample_workload_and_reports(tmp_path: Path) -> None:
         assert tenant in out
     assert "Failed" not in out.split("per-tenant report")[0]
     assert out.count("Succeeded") >= 11  # 11 jobs in configs/examples/workload.yaml (the array has 8)
-    assert "fedq is up: export FEDQ_SERVER=" in out
+    # The URL and token come as soon as the server is up, before the workload; --exit never says "is up".
+    assert out.index("in another shell: export FEDQ_SERVER=https://127.0.0.1:") < out.index("per-tenant report")
+    assert "fedq is up" not in out
     assert elapsed < 120, f"fedq up took {elapsed:.0f}s"
 
 
@@ -121,6 +124,7 @@ def test_a_busy_port_is_refused_before_anything_starts(tmp_path: Path) -> None:
             text=True,
             cwd=REPO,
             timeout=60,
+            env={**os.environ, "COLUMNS": "40"},  # a message is never folded, however narrow
         )
     assert result.returncode == 1
     assert (

@@ -23,7 +23,7 @@ LONG = "10m"  # the workload's runs outlast the session: allocations hold still 
 pytestmark = [pytest.mark.etcd, pytest.mark.slow]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dashboard(etcd_server: EtcdServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
     fed = Federation(etcd_server.connection, tmp_path_factory.mktemp("ui"), {**FAST, "accountingSaveEvery": "200ms"})
     try:
@@ -46,8 +46,11 @@ def dashboard(etcd_server: EtcdServer, tmp_path_factory: pytest.TempPathFactory)
         fed.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Module-scoped, not session: Playwright's sync API leaves its event loop as the main thread's
+    running loop until it stops, and every asyncio test after tests/ui then failed ("cannot be called
+    from a running event loop")."""
     if CHROMIUM is None:
         pytest.fail("no chromium: `apt-get install -y chromium` (.ci/run installs it)")
     from playwright.sync_api import sync_playwright
