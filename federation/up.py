@@ -188,6 +188,7 @@ def run_up(args: argparse.Namespace) -> int:
         stack.enter_context(server)
         say(f"federation server {server.url} (log {work / 'server.log'})")
         say(f"in another shell: export FEDQ_SERVER={server.url} FEDQ_TOKEN={admin} FEDQ_CA={api_ca.cert}")
+        say(f"dashboard {server.url}/ui/ (log in with the FEDQ_TOKEN above; the browser must trust {api_ca.cert})")
         client = stack.enter_context(FedqClient(server.url, admin, ca=str(api_ca.cert)))
         for name in args.agents:
             token = client.create_join_token(name)

@@ -76,3 +76,17 @@ def test_a_listing_watch_on_an_inner_queue_follows_its_subtree_only() -> None:
     assert listing.matches({**view, "queue": "research.vision"}) and listing.matches({**view, "queue": "research"})
     assert not listing.matches({**view, "queue": "researchers.x"})  # shares the name's start only
     assert Listing(None, "research.vision", "bob").matches({**view, "queue": "research.vision"}) is False
+
+
+async def test_the_page_is_served_without_a_token_and_root_redirects_to_it(api: Api) -> None:
+    root = await api.http.get("/")
+    assert root.status_code == 307 and root.headers["location"] == "/ui/"
+    page = await api.http.get("/ui/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    for asset in ("app.js", "style.css", "views/jobs.js"):
+        served = await api.http.get(f"/ui/static/{asset}")
+        assert served.status_code == 200 and served.text, asset
+        assert served.headers["x-content-type-options"] == "nosniff"
+    assert (await api.http.get("/ui/static/missing.js")).status_code == 404
+    assert (await api.http.get("/v1/jobs")).status_code == 401  # the page holds no data until a token is typed

@@ -51,6 +51,7 @@ def test_fedq_up_runs_the_sample_workload_and_reports(tmp_path: Path) -> None:
     # The URL and token come as soon as the server is up, before the workload; --exit never says "is up".
     assert out.index("in another shell: export FEDQ_SERVER=https://127.0.0.1:") < out.index("per-tenant report")
     assert "fedq is up" not in out
+    assert "dashboard https://127.0.0.1:" in out
     assert elapsed < 120, f"fedq up took {elapsed:.0f}s"
 
 

@@ -68,6 +68,7 @@ def table(
         yield client
 
     monkeypatch.setattr(cli_jobs, "client_from", connect)
+    monkeypatch.setenv("COLUMNS", "160")  # wide enough for every column, whatever the caller's terminal
     args = argparse.Namespace(
         id=client.job("")["id"],
         state=None,
