@@ -110,8 +110,12 @@ class StoreUpkeepConfig(_Section):
     """New work is refused (503, "store nearly full") once etcd's database reaches this: keep it below
     etcd's ``--quota-backend-bytes`` (2 GiB by default) so etcd's NOSPACE alarm, which stops every
     write, is never reached through the API."""
+    defrag_every: float = Field(3600.0, alias="defragEvery")
+    defrag_above: Bytes = Field(200 * MIB, alias="defragAbove")
+    """A member is defragmented when this much of its file is free pages (etcd-defrag's default rule), or
+    when it has any once the store is past ``budgetBytes``: compaction frees pages, only this gives them back."""
 
-    @field_validator("compact_every", "keep_finished", mode="before")
+    @field_validator("compact_every", "keep_finished", "defrag_every", mode="before")
     @classmethod
     def _durations(cls, value: Any) -> float:
         return positive_seconds(value)

@@ -43,13 +43,21 @@ def etcd_connection(args: argparse.Namespace) -> EtcdConnection:
         key=Path(args.etcd_key) if args.etcd_key else None,
         user=args.etcd_user,
         password=password if args.etcd_user else None,
+        maintenance_cert=Path(args.etcd_maintenance_cert) if args.etcd_maintenance_cert else None,
+        maintenance_key=Path(args.etcd_maintenance_key) if args.etcd_maintenance_key else None,
     )
 
 
 def etcd_flags(connection: EtcdConnection) -> tuple[list[str], dict[str, str]]:
     """The ``fedq server`` options and environment that make it use ``connection``."""
     flags = ["--store", "etcd", "--etcd", connection.urls]
-    for flag, path in (("--etcd-ca", connection.ca), ("--etcd-cert", connection.cert), ("--etcd-key", connection.key)):
+    for flag, path in (
+        ("--etcd-ca", connection.ca),
+        ("--etcd-cert", connection.cert),
+        ("--etcd-key", connection.key),
+        ("--etcd-maintenance-cert", connection.maintenance_cert),
+        ("--etcd-maintenance-key", connection.maintenance_key),
+    ):
         if path is not None:
             flags += [flag, str(path)]
     env = {}
@@ -162,6 +170,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     server.add_argument("--etcd-cert", metavar="FILE", help="client certificate for etcd (mutual TLS)")
     server.add_argument("--etcd-key", metavar="FILE", help="the client certificate's private key")
     server.add_argument("--etcd-user", help=f"etcd user; its password is read from {ETCD_PASSWORD_ENV}")
+    server.add_argument(
+        "--etcd-maintenance-cert",
+        metavar="FILE",
+        help="client certificate of an etcd user with the root role, used only to defragment "
+        "(store.defragAbove); without it the leader asks etcd as --etcd-user and says if refused",
+    )
+    server.add_argument("--etcd-maintenance-key", metavar="FILE", help="the maintenance certificate's private key")
     server.add_argument("--prefix", default="/fedq/", help="key prefix in the store")
     server.add_argument("--host", default="127.0.0.1", help="address to listen on, e.g. 0.0.0.0 (all)")
     server.add_argument("--tls-cert", metavar="FILE", help="serve https with this certificate (PEM, with its chain)")

@@ -58,6 +58,9 @@ class SchedulerMetrics:
             "fedq_store_finished_jobs_removed", "Finished jobs removed past store.keepFinished", registry=r
         )
         self.compactions = Counter("fedq_store_compactions", "Compactions of etcd's history", registry=r)
+        self.defragmentations = Counter(
+            "fedq_store_defragmentations", "etcd members defragmented (store.defragAbove)", registry=r
+        )
 
     def observe_cycle(
         self,

@@ -69,8 +69,8 @@ class SchedulerService:
         self.clock = clock
         self.election = LeaderElection(store, ttl=leader_ttl, identity=identity)
         self.scheduler = GlobalScheduler(config, clock)
-        self.upkeep = StoreUpkeep(store, config.store, clock)
         self.metrics = metrics if metrics is not None else SchedulerMetrics()
+        self.upkeep = StoreUpkeep(store, config.store, clock, self.metrics.defragmentations.inc)
         self.state: FederationState | None = None
         self.committer: Committer | None = None
         self.accountant = Accountant(clock, config.fairshare.half_life, config.fairshare.usage_weights)
@@ -299,6 +299,7 @@ class SchedulerService:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._watch
             self._watch = None
+        await self.upkeep.defrag.close()
         self.state = None
         for _revision, waiter in self._syncs:
             if not waiter.done():

@@ -4,11 +4,13 @@ Finished jobs leave the store once they have been finished for ``store.keepFinis
 stays in the accounting history; their records and index entries go). etcd keeps every old version
 of every key until its history is compacted, and each job's transitions rewrite its record, so the
 leader also compacts etcd's history every ``store.compactEvery`` to the revision it saw one period
-before, as the Kubernetes API server does: watchers more than a period behind reload.
+before, as the Kubernetes API server does: watchers more than a period behind reload. What that frees
+inside etcd's file is given back by defragmenting (``defrag``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import structlog
@@ -16,6 +18,7 @@ import structlog
 from federation import keys
 from federation.config import StoreUpkeepConfig
 from federation.jobs import commit_batched
+from federation.scheduler.defrag import Defragmenter
 from federation.scheduler.state import FederationState
 from federation.store import Compare, Op, Store
 from policies.clock import Clock
@@ -32,11 +35,14 @@ class Removal:
 
 
 class StoreUpkeep:
-    def __init__(self, store: Store, config: StoreUpkeepConfig, clock: Clock) -> None:
+    def __init__(
+        self, store: Store, config: StoreUpkeepConfig, clock: Clock, defragmented: Callable[[], None] | None = None
+    ) -> None:
         self.store = store
         self.config = config
         self.clock = clock
         self._mark: tuple[float, int] | None = None  # (time, revision) the next compaction goes back to
+        self.defrag = Defragmenter(store, config, clock, defragmented)
 
     async def run(self, state: FederationState) -> tuple[int, bool]:
         """Whatever is due: cheap when nothing is (a heap peek and a clock read). Returns how many
@@ -60,4 +66,5 @@ class StoreUpkeep:
                 await self.store.compact(self._mark[1])
                 compacted = True
             self._mark = (now, await self.store.revision())
+        self.defrag.start_if_due()
         return len(removed), compacted

@@ -6,6 +6,7 @@ from federation.store.connection import Endpoint, EtcdConnection
 from federation.store.errors import (
     CompactedError,
     LeaseNotFound,
+    PermissionDenied,
     RequestTooLarge,
     StoreError,
     StoreFull,
@@ -15,7 +16,7 @@ from federation.store.etcd import EtcdStore
 from federation.store.etcd_server import EtcdCluster, EtcdServer, EtcdServerError
 from federation.store.factory import open_store
 from federation.store.memory import MemoryStore
-from federation.store.types import Compare, KeyValue, Op, StoreSnapshot, TxnResult, WatchEvent
+from federation.store.types import Compare, KeyValue, MemberSpace, Op, StoreSnapshot, TxnResult, WatchEvent
 
 __all__ = [
     "DEFAULT_MAX_TXN_OPS",
@@ -30,8 +31,10 @@ __all__ = [
     "EtcdStore",
     "KeyValue",
     "LeaseNotFound",
+    "MemberSpace",
     "MemoryStore",
     "Op",
+    "PermissionDenied",
     "RequestTooLarge",
     "StoreSnapshot",
     "Store",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Sequence
 from typing import Protocol
 
-from federation.store.types import Compare, KeyValue, Op, StoreSnapshot, TxnResult, WatchEvent
+from federation.store.types import Compare, KeyValue, MemberSpace, Op, StoreSnapshot, TxnResult, WatchEvent
 
 DEFAULT_PREFIX = "/fedq/"
 DEFAULT_MAX_TXN_OPS = 128
@@ -64,7 +64,19 @@ class Store(Protocol):
         free pages included, which only compaction and defragmentation give back)."""
         ...
 
-    async def compact(self, revision: int) -> None: ...
+    async def compact(self, revision: int, *, physical: bool = False) -> None:
+        """Drop history before ``revision``; ``physical`` returns only once it has left the database file
+        (its pages are free then), which a caller measuring space needs and the leader's upkeep does not."""
+        ...
+
+    async def members(self) -> list[MemberSpace]:
+        """Each member's database size and use, for the members that answer (any user may ask)."""
+        ...
+
+    async def defragment(self, member: str) -> None:
+        """Give ``member``'s free pages back (it answers nothing meanwhile); etcd allows this to its root
+        role only and raises ``PermissionDenied`` for any other user."""
+        ...
 
     async def close(self) -> None: ...
 

@@ -6,7 +6,7 @@ agree on a connection without passing five arguments each.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -34,7 +34,9 @@ class EtcdConnection:
     ``tls`` comes from the URLs' scheme (``https``); ``ca`` verifies the members (the system's roots
     when None); ``cert``/``key`` are a client certificate (etcd's ``--client-cert-auth``, which also
     names the etcd user by its common name when no ``user`` is given). The password is left out of
-    ``repr`` so it never reaches a log."""
+    ``repr`` so it never reaches a log. ``maintenance_cert``/``maintenance_key`` are a client certificate
+    of a user with etcd's root role, used only for what etcd allows root alone (defragmenting), so the
+    user everything else runs as keeps to its prefix."""
 
     endpoints: tuple[Endpoint, ...]
     tls: bool = False
@@ -43,6 +45,8 @@ class EtcdConnection:
     key: Path | None = None
     user: str | None = None
     password: str | None = field(default=None, repr=False)
+    maintenance_cert: Path | None = None
+    maintenance_key: Path | None = None
 
     def __post_init__(self) -> None:
         if not self.endpoints:
@@ -53,6 +57,10 @@ class EtcdConnection:
             raise ValueError("a CA or client certificate needs https:// endpoints")
         if (self.user is None) != (self.password is None):
             raise ValueError("etcd authentication needs both a user and a password")
+        if (self.maintenance_cert is None) != (self.maintenance_key is None):
+            raise ValueError("a maintenance client certificate needs both its cert and its key")
+        if not self.tls and self.maintenance_cert:
+            raise ValueError("a maintenance client certificate needs https:// endpoints")
 
     @classmethod
     def parse(
@@ -64,6 +72,8 @@ class EtcdConnection:
         key: Path | None = None,
         user: str | None = None,
         password: str | None = None,
+        maintenance_cert: Path | None = None,
+        maintenance_key: Path | None = None,
     ) -> EtcdConnection:
         """``https://a:2379,https://b:2379`` (or ``http://``, ``etcd://``, a bare ``host:port``); one scheme for all."""
         schemes, endpoints = set(), []
@@ -79,7 +89,22 @@ class EtcdConnection:
             endpoints.append(Endpoint(parts.hostname, parts.port or DEFAULT_PORT))
         if len(schemes) > 1:
             raise ValueError(f"etcd endpoints {urls!r} mix http and https")
-        return cls(tuple(endpoints), bool(schemes and schemes.pop()), ca, cert, key, user, password)
+        tls = bool(schemes and schemes.pop())
+        return cls(tuple(endpoints), tls, ca, cert, key, user, password, maintenance_cert, maintenance_key)
+
+    def for_maintenance(self) -> EtcdConnection:
+        """The same members as the maintenance certificate's user, or as this one without such a certificate."""
+        if self.maintenance_cert is None:
+            return self
+        return replace(
+            self,
+            cert=self.maintenance_cert,
+            key=self.maintenance_key,
+            user=None,
+            password=None,
+            maintenance_cert=None,
+            maintenance_key=None,
+        )
 
     @property
     def urls(self) -> str:

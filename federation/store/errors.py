@@ -28,5 +28,9 @@ class StoreFull(StoreError):
     is spent: only reads and deletes help until an operator compacts, defragments and disarms."""
 
 
+class PermissionDenied(StoreError):
+    """etcd refused the call to this store's user (a maintenance call is etcd's root role's only)."""
+
+
 class RequestTooLarge(StoreError):
     """etcd refused a request over its ``--max-request-bytes``: nothing of it was applied."""

@@ -19,7 +19,7 @@ from aetcd import rpc
 
 from federation.store.base import DEFAULT_MAX_TXN_OPS, DEFAULT_PREFIX, check_txn
 from federation.store.connection import EtcdConnection
-from federation.store.errors import CompactedError, LeaseNotFound, StoreError
+from federation.store.errors import CompactedError, LeaseNotFound, StoreError, StoreUnavailable
 from federation.store.etcd_rpc import (
     DEFAULT_CONNECT_TIMEOUT,
     REQUIRE_LEADER,
@@ -30,7 +30,16 @@ from federation.store.etcd_rpc import (
     mapped_errors,
     store_error,
 )
-from federation.store.types import Compare, KeyValue, Op, StoreSnapshot, TxnResponse, TxnResult, WatchEvent
+from federation.store.types import (
+    Compare,
+    KeyValue,
+    MemberSpace,
+    Op,
+    StoreSnapshot,
+    TxnResponse,
+    TxnResult,
+    WatchEvent,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -65,6 +74,9 @@ _COMPACT = attrgetter("kv.Compact")
 _GRANT = attrgetter("lease.LeaseGrant")
 _REVOKE = attrgetter("lease.LeaseRevoke")
 _STATUS = attrgetter("maintenance.Status")
+_DEFRAGMENT = attrgetter("maintenance.Defragment")
+DEFRAGMENT_TIMEOUT = 600.0
+"""A member rewrites its whole database file: seconds a hundred megabytes, minutes for gigabytes."""
 _WATCH_RETRY_MIN = 0.05
 _WATCH_RETRY_MAX = 1.0
 
@@ -94,6 +106,13 @@ class EtcdStore:
         self._prefix = prefix.encode()
         self._page_size = page_size
         self._rpc = EtcdChannels(connection, options=_CHANNEL_OPTIONS, timeout=timeout, connect_timeout=connect_timeout)
+        self._maintenance = (
+            self._rpc
+            if connection.maintenance_cert is None
+            else EtcdChannels(
+                connection.for_maintenance(), options=_CHANNEL_OPTIONS, timeout=timeout, connect_timeout=connect_timeout
+            )
+        )
 
     @property
     def connection(self) -> EtcdConnection:
@@ -271,17 +290,41 @@ class EtcdStore:
         response = await self._send(_STATUS, rpc.StatusRequest(), retry=True)
         return int(response.dbSize)
 
-    async def compact(self, revision: int) -> None:
+    async def compact(self, revision: int, *, physical: bool = False) -> None:
         """Drop history before ``revision``; compacting at or below an earlier compaction is a no-op
         (so a compaction whose outcome was lost is simply sent again)."""
+        request = rpc.CompactionRequest(revision=revision, physical=physical)
         with mapped_errors():
             try:
-                await self._rpc.unary(_COMPACT, rpc.CompactionRequest(revision=revision), retry=True)
+                await self._rpc.unary(_COMPACT, request, retry=True)
             except grpc.aio.AioRpcError as error:
                 if error.code() != grpc.StatusCode.OUT_OF_RANGE:
                     raise
                 if "future revision" in (error.details() or ""):
                     raise ValueError(f"cannot compact at {revision}: {error.details()}") from error
+
+    async def members(self) -> list[MemberSpace]:
+        """Every endpoint's status in turn (by its ``host:port``); one that does not answer is left out."""
+        found = []
+        for index, endpoint in enumerate(self.connection.endpoints):
+            try:
+                with mapped_errors():
+                    status = await self._rpc.to_member(index, _STATUS, rpc.StatusRequest(), timeout=self._rpc.timeout)
+            except StoreUnavailable:
+                continue
+            leads = status.leader == status.header.member_id
+            found.append(MemberSpace(endpoint.target, int(status.dbSize), int(status.dbSizeInUse), leads))
+        return found
+
+    async def defragment(self, member: str) -> None:
+        """Through the maintenance certificate's user when the connection has one (etcd: root only)."""
+        targets = [endpoint.target for endpoint in self.connection.endpoints]
+        if member not in targets:
+            raise ValueError(f"no etcd member {member!r} in this store's endpoints {targets}")
+        with mapped_errors():
+            await self._maintenance.to_member(
+                targets.index(member), _DEFRAGMENT, rpc.DefragmentRequest(), timeout=DEFRAGMENT_TIMEOUT
+            )
 
     async def reconnect(self) -> None:
         """Drop the gRPC channels; the next call opens new ones and watches resume. For fault injection."""
@@ -289,6 +332,8 @@ class EtcdStore:
 
     async def close(self) -> None:
         await self._rpc.close()
+        if self._maintenance is not self._rpc:
+            await self._maintenance.close()
 
     async def _send(self, method: Callable[[Link], Any], request: Any, *, retry: bool) -> Any:
         with mapped_errors():

@@ -31,7 +31,14 @@ import structlog
 from aetcd import rpc
 
 from federation.store.connection import Endpoint, EtcdConnection
-from federation.store.errors import LeaseNotFound, RequestTooLarge, StoreError, StoreFull, StoreUnavailable
+from federation.store.errors import (
+    LeaseNotFound,
+    PermissionDenied,
+    RequestTooLarge,
+    StoreError,
+    StoreFull,
+    StoreUnavailable,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -115,6 +122,21 @@ class EtcdChannels:
                 sent += 1
                 if not (retry and connected) or sent >= len(self._links):
                     raise
+
+    async def to_member(self, index: int, method: Callable[[Link], Any], request: Any, *, timeout: float | None) -> Any:
+        """Send one request to endpoint ``index`` alone, never failed over: a maintenance call is about
+        that member (its database, its defragmentation)."""
+        link = self._link(index)
+        if not await self._connected(link):
+            raise StoreUnavailable(f"etcd member {self._target(index)} is not reachable")
+        await self.authenticate(link)
+        try:
+            return await method(link)(request, timeout=timeout, metadata=link.metadata)
+        except grpc.aio.AioRpcError as error:
+            if not self._stale_token(error):
+                raise
+        await self.authenticate(link, stale=link.token)
+        return await method(link)(request, timeout=timeout, metadata=link.metadata)
 
     async def ready(self) -> tuple[int, Link, bool]:
         """The current endpoint's link once connected and authenticated, passing over endpoints that are not.
@@ -248,6 +270,8 @@ def store_error(error: grpc.aio.AioRpcError) -> Exception:
         code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details
     ):
         return RequestTooLarge(details)
+    if "permission denied" in details:
+        return PermissionDenied(details)
     if code == grpc.StatusCode.INVALID_ARGUMENT:
         return ValueError(f"etcd rejected the request: {details}")
     return StoreError(f"{code.name}: {details}")

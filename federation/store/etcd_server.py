@@ -171,7 +171,15 @@ class EtcdCluster:
         if security is None:
             return EtcdConnection(endpoints)
         return EtcdConnection(
-            endpoints, True, security.ca.cert, security.user.cert, security.user.key, self.user, security.password
+            endpoints,
+            True,
+            security.ca.cert,
+            security.user.cert,
+            security.user.key,
+            self.user,
+            security.password,
+            maintenance_cert=security.root.cert,
+            maintenance_key=security.root.key,
         )
 
     @property

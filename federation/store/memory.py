@@ -19,11 +19,21 @@ from sortedcontainers import SortedList
 
 from federation.store.base import DEFAULT_MAX_TXN_OPS, check_txn
 from federation.store.errors import CompactedError, LeaseNotFound, StoreError, StoreUnavailable
-from federation.store.types import Compare, KeyValue, Op, StoreSnapshot, TxnResponse, TxnResult, WatchEvent
+from federation.store.types import (
+    Compare,
+    KeyValue,
+    MemberSpace,
+    Op,
+    StoreSnapshot,
+    TxnResponse,
+    TxnResult,
+    WatchEvent,
+)
 from policies.clock import Clock, SystemClock
 
 DEFAULT_HISTORY_LIMIT = 100_000
 """Events kept for watch replay; older history is compacted, as etcd's revision auto-compaction does."""
+MEMORY_MEMBER = "memory"
 
 _SYSTEM_CLOCK_LEASE_CHECK = 0.25
 _COMPARE_OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, ">": operator.gt}
@@ -166,7 +176,17 @@ class MemoryStore:
         self._begin()
         return self._bytes
 
-    async def compact(self, revision: int) -> None:
+    async def members(self) -> list[MemberSpace]:
+        """One member whose every byte is in use: nothing here is ever freed but not given back."""
+        self._begin()
+        return [MemberSpace(MEMORY_MEMBER, self._bytes, self._bytes, True)]
+
+    async def defragment(self, member: str) -> None:
+        self._begin()
+        if member != MEMORY_MEMBER:
+            raise ValueError(f"no store member {member!r}: the memory store's one member is {MEMORY_MEMBER!r}")
+
+    async def compact(self, revision: int, *, physical: bool = False) -> None:
         self._begin()
         if revision > self._revision:
             raise ValueError(f"cannot compact at {revision}: the store is at revision {self._revision}")

@@ -105,6 +105,21 @@ class StoreSnapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class MemberSpace:
+    """One store member's database: its file's size (what etcd's quota counts) and the part of it in use;
+    the rest is pages compaction freed, which only defragmenting that member gives back."""
+
+    member: str
+    size: int
+    in_use: int
+    leader: bool
+
+    @property
+    def free(self) -> int:
+        return max(0, self.size - self.in_use)
+
+
+@dataclass(frozen=True, slots=True)
 class WatchEvent:
     """A change; ``kv`` is the new record for a put and the previous one (if known) for a delete.
     ``prev`` is a put's previous record, when the key existed and the watch asked for previous values

@@ -50,12 +50,40 @@ def test_the_server_flags_and_environment_carry_a_connection_whole(monkeypatch: 
         key=Path("/tls/fedq-key.pem"),
         user="fedq",
         password="pw",
+        maintenance_cert=Path("/tls/root.pem"),
+        maintenance_key=Path("/tls/root-key.pem"),
     )
     flags, env = etcd_flags(connection)
     monkeypatch.setenv(ETCD_PASSWORD_ENV, env[ETCD_PASSWORD_ENV])
 
     assert "pw" not in flags  # the password travels in the environment, never on the command line
     assert etcd_connection(build_parser().parse_args(["server", *flags])) == connection
+
+
+def test_maintenance_calls_go_as_the_root_certificate_and_nothing_else_does() -> None:
+    connection = EtcdConnection.parse(
+        "https://a:2379",
+        cert=Path("/tls/fedq.pem"),
+        key=Path("/tls/fedq-key.pem"),
+        user="fedq",
+        password="pw",
+        maintenance_cert=Path("/tls/root.pem"),
+        maintenance_key=Path("/tls/root-key.pem"),
+    )
+    root = connection.for_maintenance()
+
+    assert (root.cert, root.key, root.user, root.password) == (
+        Path("/tls/root.pem"),
+        Path("/tls/root-key.pem"),
+        None,
+        None,
+    )
+    assert root.endpoints == connection.endpoints and root.maintenance_cert is None
+    assert EtcdConnection.parse("https://a:2379").for_maintenance() == EtcdConnection.parse("https://a:2379")
+    with pytest.raises(ValueError, match="maintenance client certificate needs both"):
+        EtcdConnection.parse("https://a:2379", maintenance_cert=Path("/tls/root.pem"))
+    with pytest.raises(ValueError, match="needs https"):
+        EtcdConnection.parse("http://a:2379", maintenance_cert=Path("/r.pem"), maintenance_key=Path("/k.pem"))
 
 
 def test_a_user_without_its_password_in_the_environment_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -68,7 +68,9 @@ async def test_without_the_ca_a_client_certificate_or_tls_nothing_gets_through(
     elif missing == "client certificate":
         connection = dataclasses.replace(connection, cert=None, key=None)  # etcd asks every client for one
     else:
-        connection = dataclasses.replace(connection, tls=False, ca=None, cert=None, key=None)
+        connection = dataclasses.replace(
+            connection, tls=False, ca=None, cert=None, key=None, maintenance_cert=None, maintenance_key=None
+        )
     store = EtcdStore(connection, prefix=store_prefix, connect_timeout=0.2, timeout=5.0)
 
     with pytest.raises(StoreUnavailable):
