@@ -64,6 +64,7 @@ def _job_info(job: LocalJob, status: TaskStatus) -> JobInfo:
         walltime=spec.walltime if spec is not None else None,
         tasks=tasks,
         waiting_since=job.admitted_at,
+        spread=spec is not None and spec.placement == "spread",
     )
 
 

@@ -83,6 +83,7 @@ class LocalJob:
                         image_pull_policy=task.image_pull_policy,
                         working_dir=task.working_dir,
                         runtime_env=self.spec.runtime_env,
+                        placement=self.spec.placement,
                     )
                 )
         return launches

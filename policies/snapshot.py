@@ -79,6 +79,7 @@ class JobInfo:
     tasks: list[TaskInfo] = field(default_factory=list)
     start_time: float | None = None
     waiting_since: float | None = None  # None = submit_time; reset when a job is requeued
+    spread: bool = False  # one task per node (spec.placement: spread); otherwise packed
 
     @property
     def gang_size(self) -> int:
@@ -162,9 +163,10 @@ class NodeInfo:
             return res.fits(req, self.idle)
         return res.fits(req, self.idle) and any(s.count > 0 and res.fits(req, s.idle) for s in self.shapes)
 
-    def packs(self, reqs: Sequence[tuple[Resources, int]]) -> bool:
+    def packs(self, reqs: Sequence[tuple[Resources, int]], spread: bool = False) -> bool:
         """Whether ``count`` copies of each request fit at once (on a cluster: each on some node,
-        packed best-fit in order of size as ``take`` would), without changing anything.
+        packed best-fit in order of size as ``take`` would; ``spread``: each on a node of its own),
+        without changing anything.
 
         The one-by-one best fit puts the next copy of a request on the node the previous copy left
         smallest as long as it still fits there, so a node is filled with as many copies as it takes
@@ -176,7 +178,7 @@ class NodeInfo:
         if not res.fits(need, self.idle):
             return False
         if self.shapes is None:
-            return True
+            return not spread or sum(count for _, count in reqs) <= 1
         free = [(dict(s.idle), s.count) for s in self.shapes if s.count > 0]
         for req, count in sorted(reqs, key=lambda rc: -sum(rc[0].values())):
             while count > 0:
@@ -191,13 +193,14 @@ class NodeInfo:
                 left = res.sub(idle, req)
                 per_node = 1
                 # A request of no size leaves the node as roomy as others: one copy at a time, as take does.
-                if sum(req.values()) > 0:
+                if sum(req.values()) > 0 and not spread:
                     while per_node < count and res.fits(req, left):
                         left = res.sub(left, req)
                         per_node += 1
                 nodes = min(n, count // per_node)
                 free[best] = (idle, n - nodes)
-                free.append((left, nodes))
+                if not spread:  # spread: a node that took a task of the job takes no other
+                    free.append((left, nodes))
                 count -= nodes * per_node
         return True
 

@@ -108,6 +108,8 @@ class JoinedClusters:
         elif why.part == "task":
             index = next(i for i, task in enumerate(spec.tasks) if task.name == why.task)
             field, advice = f"spec.tasks[{index}].resources", "ask for less"
+        elif why.part == "placement":
+            field, advice = "spec.placement", "use pack, or make the gang smaller"
         else:
             field = "spec.minAvailable" if spec.min_available is not None else "spec.tasks"
             advice = "a job runs whole on one cluster: make the gang smaller"

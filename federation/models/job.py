@@ -152,6 +152,9 @@ class JobSpecBody(StrictModel):
     min_available: Integer | None = Field(None, alias="minAvailable", ge=1)
     preemptible: bool = False
     cluster_selector: dict[str, str] = Field(default_factory=dict, alias="clusterSelector")
+    placement: Literal["pack", "spread"] = "pack"
+    """How a job's tasks share a cluster's nodes: ``pack`` onto as few as fit them, ``spread`` one task
+    per node (a Ray gang's placement group is then STRICT_SPREAD, else PACK)."""
     tasks: list[TaskSpec] = Field(min_length=1, max_length=64)
     array: ArraySpec | None = None
     max_retries: Integer | None = Field(None, alias="maxRetries", ge=0, le=MAX_RETRIES)

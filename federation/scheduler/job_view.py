@@ -28,6 +28,7 @@ def job_info(record: JobRecord) -> JobInfo:
         cluster_selector=capabilities.selector(spec),
         tasks=tasks,
         waiting_since=_waiting_since(record),
+        spread=spec.placement == "spread",
     )
 
 

@@ -34,7 +34,7 @@ class Misfit:
     """Why no joined cluster could ever hold a job, and the part of its spec that is why."""
 
     reason: str
-    part: Literal["clusterSelector", "task", "gang"]
+    part: Literal["clusterSelector", "task", "gang", "placement"]
     task: str = ""  # the task too big for every node (part "task")
 
 
@@ -368,6 +368,9 @@ class FederationState:
         if not any(res.fits(need, summed(v.nodes)) for v in matching):
             why = f"the gang needs {format_resources(need)} at once: more than any matching cluster has"
             return Misfit(why, "gang")
+        if info.spread and not any(_spreads(info, v.nodes) for v in matching):
+            why = f"the gang needs {info.gang_size} nodes of its own (placement: spread): no matching cluster has them"
+            return Misfit(why, "placement")
         return None
 
     def may_act(self, now: float, lost_after: float) -> bool:
@@ -491,8 +494,19 @@ class FederationState:
             info.cluster_selector,
             tasks,
             entry.started_at,
+            spread=info.spread,
         )
         return entry.running
+
+
+def _spreads(info: JobInfo, nodes: list[NodeReport]) -> bool:
+    """Whether the empty cluster could hold the job's smallest gang one task per node (``packs``' rule)."""
+    gang = sorted(info.tasks, key=lambda t: t.index)[: info.gang_size]
+    counts: dict[int, tuple[Resources, int]] = {}
+    for task in gang:
+        counts[id(task.resources)] = (task.resources, counts.get(id(task.resources), (task.resources, 0))[1] + 1)
+    empty = NodeInfo("", {}, shapes=[NodeShape(n.allocatable, dict(n.allocatable), 1) for n in nodes])
+    return empty.packs(list(counts.values()), spread=True)
 
 
 def _shapes(nodes: list[NodeReport]) -> tuple[object, ...]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 
 class TaskPhase(str, Enum):
@@ -60,6 +60,7 @@ class TaskLaunch:
     working_dir: str | None = None
     runtime_env: dict[str, Any] | None = None  # Ray backend only: Ray's runtime env, as the job gave it
     log_limit: int | None = None  # bytes of output the backend keeps (the federation's logs.maxBytesPerJob)
+    placement: Literal["pack", "spread"] = "pack"  # spec.placement: with "spread" each task has a node of its own
 
     @property
     def task_id(self) -> str:

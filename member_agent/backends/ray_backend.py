@@ -242,11 +242,13 @@ class RayBackend:
         return [to_ray(launch.resources) for launch in gang]
 
     def _reserve(self, gang: Sequence[TaskLaunch], requests: list[RayRequest], reserved: list[int]) -> PlacementGroup:
-        """One placement group for the gang, each bundle on its task's node; removed if not placed in time."""
+        """One placement group for the gang, each bundle on its task's node; removed if not placed in time.
+        A spread job's is STRICT_SPREAD (the local scheduler gave each task a node of its own; Ray holds
+        the group to it), any other PACK."""
         first = gang[0]
         group: PlacementGroup = placement_group(
             [requests[i].bundle() for i in reserved],
-            strategy="PACK",
+            strategy="STRICT_SPREAD" if first.placement == "spread" else "PACK",
             name=run_name(first.job_id, first.epoch, first.task_name, first.index),
             lifetime="detached",
             bundle_label_selector=[{NODE_ID_LABEL: gang[i].node} for i in reserved],

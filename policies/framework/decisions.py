@@ -13,6 +13,7 @@ INVALID = "invalid"  # the job can never form its gang (not enough valid tasks)
 LABELS = "labels"  # no node/cluster matches the job's selector
 CORDONED = "cordoned"  # the only matching nodes are cordoned
 TOO_BIG = "too-big"  # a task is larger than every node
+SPREAD = "spread"  # the node holds another task of a job placed one task per node
 INSUFFICIENT = "insufficient"  # resources are busy now
 RESERVATION = "reservation"  # starting now would delay another job's reservation
 RESERVED = "reserved"  # the job holds a reservation and starts later

@@ -25,6 +25,7 @@ from policies.framework.decisions import (
     INSUFFICIENT,
     LABELS,
     RESERVATION,
+    SPREAD,
     TOO_BIG,
     split_reason,
 )
@@ -35,7 +36,7 @@ from policies.snapshot import JobInfo, NodeInfo, TaskInfo
 if TYPE_CHECKING:
     from policies.framework.session import Session
 
-Signature = tuple[tuple[tuple[str, float], ...], tuple[tuple[str, str], ...]]
+Signature = tuple[tuple[tuple[str, float], ...], tuple[tuple[str, str], ...], str]
 Judgement = tuple[str | None, float]  # (why the node cannot take the task, or None; its score then)
 
 
@@ -85,12 +86,17 @@ class Placer:
         self._shapes: dict[Signature, _Shape] = {}
         self._last: tuple[Resources, JobInfo, Signature] | None = None  # the last task's resources, job, signature
         self._evaluations = evaluations
+        self._nodes_apart = not (ssn.nodes and ssn.nodes[0].shapes is not None)
         if evaluations is not None:
             evaluations.begin(ssn.conf)
 
     @staticmethod
-    def signature(task: TaskInfo, job: JobInfo) -> Signature:
-        return tuple(sorted(task.resources.items())), tuple(sorted(job.cluster_selector.items()))
+    def signature(task: TaskInfo, job: JobInfo, nodes_apart: bool = True) -> Signature:
+        """What a node's judgement depends on. Among nodes told apart a spread job's also depends on
+        where its own tasks are (one per node), so its tasks share a shape with no other job's; a
+        cluster's nodes are not told apart (``packs`` counts a node per task), so there it needs none."""
+        own = job.id if job.spread and nodes_apart else ""
+        return tuple(sorted(task.resources.items())), tuple(sorted(job.cluster_selector.items())), own
 
     def _check(self, task: TaskInfo, job: JobInfo, node: NodeInfo) -> str | None:
         """None when the task can go to the node now or once releasing resources are gone."""
@@ -142,7 +148,7 @@ class Placer:
         if last is not None and last[0] is task.resources and last[1] is job:
             sig = last[2]
         else:
-            sig = self.signature(task, job)
+            sig = self.signature(task, job, self._nodes_apart)
             self._last = (task.resources, job, sig)
         shape = self._shapes.get(sig)
         if shape is None:
@@ -297,7 +303,7 @@ class Placer:
             candidates = self.candidates(shape)
             try:
                 for node in candidates:
-                    if not node.packs(reqs):
+                    if not node.packs(reqs, job.spread):
                         continue
                     # Predicates read a task's shape, not its index: one task of each run answers for the run.
                     if any(ssn.predicate(t, job, node) is not None for t, _ in runs if t is not largest):
@@ -318,12 +324,17 @@ class Placer:
 # How near each predicate's failure comes to placing the task: the predicates check labels, then size,
 # then cordon, and the framework then room, so a node that fails later got further (any other
 # plugin's predicate ranks after size, labels last).
-_NEAREST = {INSUFFICIENT: 0, CORDONED: 1, TOO_BIG: 2, LABELS: 4}
-_PHRASES = {INSUFFICIENT: "short of room", CORDONED: "cordoned", LABELS: "not matching its clusterSelector"}
+_NEAREST = {INSUFFICIENT: 0, SPREAD: 1, CORDONED: 2, TOO_BIG: 3, LABELS: 5}
+_PHRASES = {
+    INSUFFICIENT: "short of room",
+    SPREAD: "holding another of its tasks (placement: spread)",
+    CORDONED: "cordoned",
+    LABELS: "not matching its clusterSelector",
+}
 
 
 def _nearness(code: str) -> int:
-    return _NEAREST.get(code, 3)
+    return _NEAREST.get(code, 4)
 
 
 def _phrase(code: str, noun: str) -> str:

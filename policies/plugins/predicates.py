@@ -1,4 +1,5 @@
-"""predicates: node constraints (selector labels, task larger than any node, cordon).
+"""predicates: node constraints (selector labels, task larger than any node, cordon, one task per
+node for a job placed ``spread``).
 
 Resource fit is the framework's own check (so no plugin can over-allocate a node); for a cluster
 the size check uses its largest node shape, so a task fits a cluster only if one node can hold it.
@@ -10,7 +11,7 @@ nearest miss (``Placer.explain``).
 from __future__ import annotations
 
 from policies import resources as res
-from policies.framework.decisions import CORDONED, LABELS, TOO_BIG
+from policies.framework.decisions import CORDONED, LABELS, SPREAD, TOO_BIG
 from policies.framework.hooks import Fn
 from policies.framework.registry import register_plugin
 from policies.framework.session import Plugin, Session
@@ -41,4 +42,7 @@ class Predicates(Plugin):
             return TOO_BIG
         if node.unschedulable:
             return CORDONED
+        # A cluster (shapes) cannot tell its nodes apart: there ``packs`` counts a node per task.
+        if job.spread and node.shapes is None and any(t.node == node.name for t in job.tasks):
+            return SPREAD
         return None

@@ -128,3 +128,17 @@ async def test_a_task_without_a_command_is_refused_when_every_cluster_needs_one(
         await accepted(api, job_spec(tasks=[task()]))  # the simulated cluster runs it without one
         field = await refused(api, job_spec(clusterSelector={"region": "eu"}, tasks=[task()]))
         assert field["field"] == "spec.tasks[0].command"  # only the Ray cluster matches
+
+
+async def test_a_spread_gang_wider_than_every_cluster_is_refused(api_on: ApiFactory) -> None:
+    """east has one 8-cpu node: two 1-cpu tasks fit it packed, not one per node."""
+    async with api_on() as api:
+        await joined(api)
+        await accepted(api, job_spec(tasks=[task(replicas=2)]))
+        field = await refused(api, job_spec(placement="spread", tasks=[task(replicas=2)]))
+        assert field["field"] == "spec.placement"
+        assert "the gang needs 2 nodes of its own (placement: spread)" in field["message"]
+        assert "use pack" in field["message"]
+        await accepted(api, job_spec(placement="spread", tasks=[task(replicas=1)]))
+        bad = await refused(api, job_spec(placement="scatter", tasks=[task()]))
+        assert bad["field"] == "spec.placement" and "'pack' or 'spread'" in bad["message"]

@@ -172,6 +172,30 @@ def test_a_gang_starts_together(backend: RayBackend, node: NodeView, tmp_path: P
     assert {e.index for e in events if e.phase is TaskPhase.RUNNING} == {0, 1}
 
 
+def test_a_spread_gang_is_a_strict_spread_group_and_a_packed_one_a_pack_group(
+    backend: RayBackend, node: NodeView
+) -> None:
+    backend.launch([task(node, "spread", ["sleep", "60"], placement="spread")])
+    backend.launch([task(node, "packed", ["sleep", "60"])])
+    strategies = {
+        g["name"]: g["strategy"]
+        for g in placement_group_table().values()
+        if g["name"].startswith(PREFIX) and g["state"] == "CREATED"
+    }
+    assert strategies == {run_name("spread", 1, "main", 0): "STRICT_SPREAD", run_name("packed", 1, "main", 0): "PACK"}
+
+
+def test_ray_holds_a_spread_gang_to_a_node_per_task(node: NodeView, ray_cluster: str) -> None:
+    """The local scheduler never puts two tasks of a spread job on one node; were it to, Ray would not
+    place the STRICT_SPREAD group on the one node this Ray has, and the launch times out leaving nothing."""
+    impatient = RayBackend(launch_timeout=1.5, stop_grace=1.0)
+    gang = [task(node, "crowded", ["sleep", "60"], index=i, cpu=0.5, placement="spread") for i in range(2)]
+    with pytest.raises(LaunchError, match="not free"):
+        impatient.launch(gang)
+    impatient.close()
+    assert leftovers() == ([], [])
+
+
 def test_a_gang_bigger_than_the_node_is_refused_and_leaves_nothing(backend: RayBackend, node: NodeView) -> None:
     gang = [task(node, "huge", ["sleep", "60"], index=i) for i in range(3)]
     with pytest.raises(LaunchError, match="more than it has"):

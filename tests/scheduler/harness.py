@@ -66,6 +66,7 @@ class Harness:
         priority: int = 0,
         selector: dict[str, str] | None = None,
         preemptible: bool = False,
+        placement: str = "pack",
     ) -> str:
         resources: dict[str, float | str] = {"cpu": cpu} if memory is None else {"cpu": cpu, "memory": memory}
         manifest = JobManifest.model_validate(
@@ -77,6 +78,7 @@ class Harness:
                     "walltime": walltime or runtime,
                     "preemptible": preemptible,
                     "clusterSelector": selector or {},
+                    "placement": placement,
                     "tasks": [{"replicas": replicas, "resources": resources, "runtime": runtime}],
                 },
             }
