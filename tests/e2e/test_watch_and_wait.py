@@ -5,10 +5,16 @@ revision it read)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
+import select
+import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 from typing import Any
@@ -96,3 +102,50 @@ def test_follow_prints_each_transition_once_across_a_server_restart(fed: Federat
     assert printed[-1]["time"] > cut_at  # the end came on the resumed stream, not the first one
     revisions = [e["revision"] for e in printed]
     assert revisions == sorted(revisions)
+
+
+def test_jobs_watch_shows_a_new_job_and_drops_it_when_it_ends_without_a_restart(fed: Federation) -> None:
+    """``fedq jobs --watch`` in a terminal (a pty, so rich draws its live table): the table starts empty,
+    a job submitted afterwards appears in it, and leaves it once it ends (the default lists unfinished
+    jobs, as squeue does); Ctrl-C stops it with 130."""
+    alice = fed.admin.create_tenant_token("alice")
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    env = {**os.environ, "FEDQ_SERVER": fed.server.url, "FEDQ_TOKEN": alice, "FEDQ_CA": fed.ca, "TERM": "xterm"}
+    env.pop("COLUMNS", None)
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "federation.cli", "jobs", "--watch"],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env=env,
+        cwd=REPO,
+    )
+    os.close(follower)
+    screen = ""
+
+    def drawn_after(start: int, text: str, timeout: float = 60) -> int:
+        """Read the terminal until ``text`` is drawn after position ``start``; where it ends."""
+        nonlocal screen
+        deadline = time.monotonic() + timeout
+        while (at := screen.find(text, start)) < 0:
+            left = deadline - time.monotonic()
+            assert left > 0, f"{text!r} not drawn within {timeout}s; drawn since:\n{screen[start:]}"
+            if select.select([leader], [], [], left)[0]:
+                screen += os.read(leader, 65536).decode(errors="replace")
+        return at + len(text)
+
+    try:
+        empty = drawn_after(0, "0 jobs (Ctrl-C to stop)")
+        job_id = fed.submit(job("watched-job", runtime="3s"))
+        listed = drawn_after(empty, "1 jobs (Ctrl-C to stop)")
+        drawn_after(listed, "watched-job")
+        fed.wait_state(job_id, {"Succeeded"})
+        drawn_after(listed, "0 jobs (Ctrl-C to stop)")
+        watcher.send_signal(signal.SIGINT)
+        assert watcher.wait(timeout=30) == 130
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+            watcher.wait()
+        os.close(leader)
