@@ -111,6 +111,14 @@ class QuotaLedger:
         if error is not None:
             log.warning("summing a tenant's quota usage failed; the last sum stands", tenant=tenant, error=str(error))
 
+    async def check(self, tree: QueueTree, tenant: str, quota: Quota, adding: Usage) -> None:
+        """Raise ``OverQuota`` if ``adding`` takes the tenant past ``quota``: against the kept sum first,
+        and before a refusal against a fresh one (jobs that ended since count no more)."""
+        try:
+            check_quota(tenant, quota, await self.usage(tree, tenant), adding)
+        except OverQuota:
+            check_quota(tenant, quota, await self.usage(tree, tenant, fresh=True), adding)
+
     def accepted(self, tenant: str, added: Usage) -> None:
         self._accepted += 1
         self._since.setdefault(tenant, []).append((self._accepted, added))

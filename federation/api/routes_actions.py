@@ -4,7 +4,7 @@ jobs only, and a tenant cannot release a hold an admin put on."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
@@ -18,8 +18,9 @@ from federation.api.schema import request_body
 from federation.api.views_actions import Acted, Action, ActionTally, JobAction, JobChange
 from federation.auth import Principal, Role
 from federation.jobs import NotFound, StoredJob
-from federation.lifecycle import Cancel, Event, Hold, IllegalTransition, Release, Requeue, Update
+from federation.lifecycle import TERMINAL_STATES, Cancel, Event, Hold, IllegalTransition, Release, Requeue, Update
 from federation.models import JobRecord
+from federation.quotas import OverQuota, usage_of
 from policies.format import format_span
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], responses=ERROR_RESPONSES)
@@ -42,10 +43,42 @@ def _decide(action: Action, who: Principal) -> Decide:
     return lambda _: event
 
 
-async def _one(state: State, who: Principal, job_id: str, decide: Decide) -> dict[str, Any]:
+def _finished(jobs: Sequence[StoredJob]) -> list[JobRecord]:
+    return [stored.record for stored in jobs if stored.record.state in TERMINAL_STATES]
+
+
+async def _over_quota(state: State, who: Principal, jobs: Sequence[StoredJob]) -> str | None:
+    """Why requeueing ``jobs`` would take a tenant past its quota, if it would: a finished job requeued is
+    unfinished work again, counted as a submit is (an admin's requeue is not limited)."""
+    finished = _finished(jobs)
+    if who.role is not Role.TENANT or not finished:
+        return None
+    tree = await state.queues.get()
+    if tree is None:
+        return None
+    adding = usage_of(finished, [len(record.to_bytes()) for record in finished])
+    try:
+        await state.usage.check(tree, who.name, state.config.quotas.of(who.name), adding)
+    except OverQuota as exc:
+        return str(exc)
+    return None
+
+
+def _requeued(state: State, who: Principal, jobs: Sequence[StoredJob], tally: Tally) -> None:
+    """Count the finished jobs a tenant's requeue brought back in its usage, as a submit's are."""
+    back = [record for record in _finished(jobs) if record.id in tally.changed]
+    if who.role is Role.TENANT and back:
+        state.usage.accepted(who.name, usage_of(back, [len(record.to_bytes()) for record in back]))
+
+
+async def _one(state: State, who: Principal, job_id: str, decide: Decide, *, requeue: bool = False) -> dict[str, Any]:
     stored = await _owned(state, who, job_id)
+    if requeue and (refusal := await _over_quota(state, who, [stored])) is not None:
+        raise ApiError(429, f"job {job_id!r} was not requeued: {refusal}")
     tally = Tally()
     await act(state.jobs, [stored], decide, state.clock.now(), tally)
+    if requeue:
+        _requeued(state, who, [stored], tally)
     if job_id in tally.refused:
         raise ApiError(409, f"job {job_id!r}: {tally.refused[job_id]}")
     record = (await state.jobs.get(job_id)).record
@@ -68,7 +101,7 @@ async def release_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
 async def requeue_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
     """A running job is stopped by its cluster's agent and waits again; a Failed or Cancelled one waits
     again at once. Not a retry: ``retries`` stays, ``attempt`` grows."""
-    return await _one(state, who, job_id, _decide(Action.REQUEUE, who))
+    return await _one(state, who, job_id, _decide(Action.REQUEUE, who), requeue=True)
 
 
 @router.patch(
@@ -125,8 +158,16 @@ async def bulk_action(request: Request, state: State, who: Caller) -> dict[str, 
     if who.role not in (Role.TENANT, Role.ADMIN):
         raise ApiError(403, f"a {who.role.value} token cannot act on jobs")
     decide, now, tally = _decide(body.action, who), state.clock.now(), Tally()
+    requeue = body.action is Action.REQUEUE
     async for page in _selected(state, who, body):
+        if requeue and (refusal := await _over_quota(state, who, page)) is not None:
+            over = {record.id for record in _finished(page)}
+            tally.matched += len(over)
+            tally.refused.update((job_id, refusal) for job_id in over)
+            page = [stored for stored in page if stored.record.id not in over]
         await act(state.jobs, page, decide, now, tally)
+        if requeue:
+            _requeued(state, who, page, tally)
     refusals = [{"id": job_id, "message": message} for job_id, message in tally.refused.items()]
     return {
         "action": body.action.value,

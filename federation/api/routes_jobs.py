@@ -21,7 +21,7 @@ from federation.explain import explain
 from federation.jobs import Conflict, NotFound, StoredJob, expand, index_ranges
 from federation.lifecycle import Cancel, Hold, transition
 from federation.models import JobManifest, JobRecord, JobState, QueueTree
-from federation.quotas import OverQuota, check_quota, usage_of
+from federation.quotas import OverQuota, usage_of
 from federation.submits import MAX_KEY_LENGTH, InProgress, KeyReused, OutcomeUnknown
 from federation.submits import Request as SubmitRequest
 from federation.watch import Listing
@@ -174,11 +174,7 @@ async def submit(
     sizes = _record_sizes(expanded, prefixes, state.config.api.max_record_bytes)
     adding = usage_of(records, sizes)
     try:
-        quota = state.config.quotas.of(owner)
-        try:
-            check_quota(owner, quota, await state.usage.usage(tree, owner), adding)
-        except OverQuota:
-            check_quota(owner, quota, await state.usage.usage(tree, owner, fresh=True), adding)
+        await state.usage.check(tree, owner, state.config.quotas.of(owner), adding)
     except OverQuota as exc:
         raise ApiError(429, str(exc)) from None
     await state.budget.check(2 * adding.bytes)  # a large request is staged before it is published: twice its bytes

@@ -79,6 +79,34 @@ async def test_ended_jobs_no_longer_count(api_on: ApiFactory) -> None:
         assert (await api.http.post("/v1/jobs", json=job_spec(), headers=api.auth("alice"))).status_code == 201
 
 
+async def test_requeueing_finished_jobs_counts_against_the_quota_as_submitting_them_would(api_on: ApiFactory) -> None:
+    """alice's quota is 4 unfinished jobs: with 3 queued and 2 cancelled, one requeue brings her to 4,
+    the next is a 429 that writes nothing, and a bulk requeue lists the over-quota jobs as refused."""
+    async with api_on(sections=QUOTAS) as api:
+        body = {"jobs": [job_spec(f"a{n}") for n in range(4)]}
+        ids = (await api.http.post("/v1/jobs", json=body, headers=api.auth("alice"))).json()["ids"]
+        for job_id in ids[:2]:
+            assert (await api.http.delete(f"/v1/jobs/{job_id}", headers=api.auth("alice"))).status_code == 200
+        assert (await api.http.post("/v1/jobs", json=job_spec("a4"), headers=api.auth("alice"))).status_code == 201
+
+        first = await api.http.post(f"/v1/jobs/{ids[0]}/requeue", headers=api.auth("alice"))
+        assert first.status_code == 200 and first.json()["state"] == "Pending", first.text
+        revision = await api.store.revision()
+        over = await api.http.post(f"/v1/jobs/{ids[1]}/requeue", headers=api.auth("alice"))
+        assert over.status_code == 429, over.text
+        assert "was not requeued" in over.json()["error"] and "quota of 4 unfinished jobs" in over.json()["error"]
+        assert await api.store.revision() == revision
+
+        bulk = await api.http.post(
+            "/v1/jobs/actions", json={"action": "requeue", "state": "Cancelled"}, headers=api.auth("alice")
+        )
+        assert bulk.status_code == 200, bulk.text
+        assert (bulk.json()["changed"], bulk.json()["refused"]) == (0, 1)
+        assert bulk.json()["refusals"][0]["id"] == ids[1] and "quota" in bulk.json()["refusals"][0]["message"]
+        admin = await api.http.post(f"/v1/jobs/{ids[1]}/requeue", headers=api.auth("admin"))
+        assert admin.status_code == 200, admin.text  # an admin's requeue is not held to the tenant's quota
+
+
 async def test_a_store_past_its_budget_refuses_new_work_with_503(api_on: ApiFactory) -> None:
     async with api_on(sections={"store": {"budgetBytes": 20_000}}) as api:
         revision = await api.store.revision()
