@@ -93,10 +93,13 @@ class JobInfo:
         """Resources of the tasks not yet placed."""
         return res.total(t.resources for t in self.tasks if t.status == TaskStatus.PENDING)
 
+    def min_gang(self) -> list[TaskInfo]:
+        """The tasks of the smallest gang: the job cannot start with fewer."""
+        return sorted(self.tasks, key=lambda t: t.index)[: self.gang_size]
+
     def min_request(self) -> Resources:
         """Resources of the smallest gang: what must be free for the job to start at all."""
-        ordered = sorted(self.tasks, key=lambda t: t.index)
-        return res.total(t.resources for t in ordered[: self.gang_size])
+        return res.total(t.resources for t in self.min_gang())
 
 
 @dataclass(slots=True, eq=False)

@@ -8,6 +8,7 @@ simulator feeds it directly: both then run the same cycle over ``snapshot()``.
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -501,12 +502,11 @@ class FederationState:
 
 def _spreads(info: JobInfo, nodes: list[NodeReport]) -> bool:
     """Whether the empty cluster could hold the job's smallest gang one task per node (``packs``' rule)."""
-    gang = sorted(info.tasks, key=lambda t: t.index)[: info.gang_size]
-    counts: dict[int, tuple[Resources, int]] = {}
-    for task in gang:
-        counts[id(task.resources)] = (task.resources, counts.get(id(task.resources), (task.resources, 0))[1] + 1)
+    gang = info.min_gang()
+    shared = {id(task.resources): task.resources for task in gang}  # replicas of a task share one dict
+    counts = Counter(id(task.resources) for task in gang)
     empty = NodeInfo("", {}, shapes=[NodeShape(n.allocatable, dict(n.allocatable), 1) for n in nodes])
-    return empty.packs(list(counts.values()), spread=True)
+    return empty.packs([(shared[key], count) for key, count in counts.items()], spread=True)
 
 
 def _shapes(nodes: list[NodeReport]) -> tuple[object, ...]:

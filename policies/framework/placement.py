@@ -322,8 +322,8 @@ class Placer:
 
 
 # How near each predicate's failure comes to placing the task: the predicates check labels, then size,
-# then cordon, and the framework then room, so a node that fails later got further (any other
-# plugin's predicate ranks after size, labels last).
+# then cordon, then a spread job's own tasks, and the framework then room, so a node that fails later
+# got further (any other plugin's predicate ranks after size, labels last).
 _NEAREST = {INSUFFICIENT: 0, SPREAD: 1, CORDONED: 2, TOO_BIG: 3, LABELS: 5}
 _PHRASES = {
     INSUFFICIENT: "short of room",
