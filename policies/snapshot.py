@@ -101,6 +101,15 @@ class JobInfo:
         """Resources of the smallest gang: what must be free for the job to start at all."""
         return res.total(t.resources for t in self.min_gang())
 
+    def gang_runs(self) -> list[tuple[Resources, int]]:
+        """The smallest gang as (resources, count) per task shape (replicas share one dict): what
+        ``NodeInfo.packs`` and ``could_hold`` take."""
+        counts: dict[int, tuple[Resources, int]] = {}
+        for task in self.min_gang():
+            known = counts.get(id(task.resources))
+            counts[id(task.resources)] = (task.resources, 1 if known is None else known[1] + 1)
+        return list(counts.values())
+
 
 @dataclass(slots=True, eq=False)
 class NodeShape:
@@ -206,6 +215,23 @@ class NodeInfo:
                     free.append((left, nodes))
                 count -= nodes * per_node
         return True
+
+    def could_hold(self, reqs: Sequence[tuple[Resources, int]], spread: bool = False) -> bool:
+        """Whether the node (or cluster) could ever hold these at once: ``packs`` on it empty. On a
+        cluster this is judged node by node, never on the total, as its member session places them."""
+        return self.emptied().packs(reqs, spread)
+
+    def emptied(self) -> NodeInfo:
+        """This node (or cluster) with nothing running: every node of a shape idle again."""
+        if self.shapes is None:
+            return NodeInfo(self.name, self.allocatable)
+        counts: dict[tuple[tuple[str, float], ...], tuple[Resources, int]] = {}
+        for s in self.shapes:
+            key = tuple(sorted(s.allocatable.items()))
+            known = counts.get(key)
+            counts[key] = (s.allocatable, s.count + (0 if known is None else known[1]))
+        shapes = [NodeShape(alloc, dict(alloc), count) for alloc, count in counts.values()]
+        return NodeInfo(self.name, {}, shapes=shapes)
 
     def fits_future(self, req: Resources) -> bool:
         """Fits once the releasing resources are gone (Volcano's FutureIdle), net of pipelined work."""

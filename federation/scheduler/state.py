@@ -15,7 +15,7 @@ from typing import Literal
 from federation import capabilities
 from federation.lifecycle import ON_CLUSTER, dispatched_at
 from federation.models import JobRecord, JobState, QueueTree
-from federation.models.cluster import ClusterReport, LatestReport, NodeReport, summed
+from federation.models.cluster import ClusterReport, LatestReport, NodeReport
 from federation.scheduler.dependencies import DependencyIndex
 from federation.scheduler.job_view import held_by, job_info
 from policies import JobInfo, NodeInfo, NodeShape, PendingIndex, QueueInfo, Snapshot, TaskInfo, TaskStatus, Usage
@@ -365,11 +365,14 @@ class FederationState:
                 needs = format_resources(task.resources)
                 why = f"task {task.name} needs {needs}: more than any node of any matching cluster"
                 return Misfit(why, "task", task.name)
-        need = info.min_request()
-        if not any(res.fits(need, summed(v.nodes)) for v in matching):
-            why = f"the gang needs {format_resources(need)} at once: more than any matching cluster has"
+        runs = info.gang_runs()
+        if not any(_empty(v.nodes).could_hold(runs) for v in matching):
+            why = (
+                f"the gang of {info.gang_size} tasks ({_runs_text(runs)}) fits no matching cluster's nodes, "
+                f"largest node {format_resources(_largest(matching))}"
+            )
             return Misfit(why, "gang")
-        if info.spread and not any(_spreads(info, v.nodes) for v in matching):
+        if info.spread and not any(_empty(v.nodes).could_hold(runs, spread=True) for v in matching):
             why = f"the gang needs {info.gang_size} nodes of its own (placement: spread): no matching cluster has them"
             return Misfit(why, "placement")
         return None
@@ -500,19 +503,28 @@ class FederationState:
         return entry.running
 
 
-def _spreads(info: JobInfo, nodes: list[NodeReport]) -> bool:
-    """Whether the empty cluster could hold the job's smallest gang one task per node (``packs``' rule)."""
-    gang = info.min_gang()
-    shared = {id(task.resources): task.resources for task in gang}  # replicas of a task share one dict
-    counts = Counter(id(task.resources) for task in gang)
-    empty = NodeInfo("", {}, shapes=[NodeShape(n.allocatable, dict(n.allocatable), 1) for n in nodes])
-    return empty.packs([(shared[key], count) for key, count in counts.items()], spread=True)
+def _empty(nodes: list[NodeReport]) -> NodeInfo:
+    """A cluster as its reports show it, every node idle: what it could ever hold, node by node."""
+    return NodeInfo("", {}, shapes=[NodeShape(n.allocatable, dict(n.allocatable), n.count) for n in nodes])
 
 
-def _shapes(nodes: list[NodeReport]) -> tuple[object, ...]:
-    """What a cluster could ever hold: node sizes, labels and the total, not what is free."""
-    kinds = {(tuple(sorted(n.allocatable.items())), tuple(sorted(n.labels.items()))) for n in nodes}
-    return (frozenset(kinds), tuple(sorted(summed(nodes).items())))
+def _largest(views: list[ClusterView]) -> Resources:
+    """The biggest node of these clusters (by the sum of its quantities), for a message."""
+    nodes = [n.allocatable for v in views for n in v.nodes]
+    return max(nodes, key=lambda a: sum(a.values()), default={})
+
+
+def _runs_text(runs: list[tuple[Resources, int]]) -> str:
+    return ", ".join(f"{count} x {format_resources(req)}" for req, count in runs)
+
+
+def _shapes(nodes: list[NodeReport]) -> frozenset[tuple[object, int]]:
+    """What a cluster could ever hold: how many nodes of each size and labels, not what is free (a
+    report may split one size by what is free on it, so counts are summed per kind)."""
+    kinds: Counter[tuple[object, ...]] = Counter()
+    for n in nodes:
+        kinds[(tuple(sorted(n.allocatable.items())), tuple(sorted(n.labels.items())))] += n.count
+    return frozenset(kinds.items())
 
 
 def _charge(view: ClusterView, entry: Entry) -> None:

@@ -43,7 +43,7 @@ class Allocate(Action):
             kept, waitable = try_job(ssn, job)
             if kept:
                 self.started += 1
-                if ssn.pending_count(job) > 0:
+                if ssn.pending_count(job) > 0 and not ssn.whole_job:  # whole: its member places the rest
                     jobs.push_back(job)
             elif waitable and ssn.job_reservable(job):
                 ssn.blocked.append(job)

@@ -53,7 +53,7 @@ class Backfill(Action):
             kept, waitable = try_job(ssn, job)
             if kept:
                 missed = 0
-                if ssn.pending_count(job) > 0:
+                if ssn.pending_count(job) > 0 and not ssn.whole_job:  # whole: its member places the rest
                     jobs.push_back(job)
                 continue
             missed += 1

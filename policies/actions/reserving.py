@@ -29,7 +29,7 @@ def book(ssn: Session, job: JobInfo) -> bool:
     tasks = ssn.pending_tasks(job)
     if not tasks:
         return False
-    need = max(1, job.gang_size - ssn.ready_count(job) - ssn.pipelined_count(job)) if not ssn.whole_job else len(tasks)
+    need = max(1, job.gang_size - ssn.ready_count(job) - ssn.pipelined_count(job))
     # One task per resources dict (a gang's replicas share one), the first of each: the largest size
     # and the first task of the greatest total are the same over these as over every task.
     first: dict[int, TaskInfo] = {}
@@ -41,6 +41,9 @@ def book(ssn: Session, job: JobInfo) -> bool:
         size = res.maximum(size, t.resources)
     probe = max(shapes, key=lambda t: sum(t.resources.values()))
     nodes = [n.name for n in ssn.nodes if not n.unschedulable and ssn.predicate(probe, job, n) is None]
+    if ssn.whole_job:  # a cluster whose nodes could never hold the gang at once is no place to reserve
+        runs = job.gang_runs()
+        nodes = [n.name for n in ssn.nodes if n.name in set(nodes) and n.could_hold(runs, job.spread)]
     ledger = reservation_book(ssn)
     found = ledger.earliest(nodes, size, min(need, len(tasks)), job.walltime, ssn.whole_job)
     if found is None:

@@ -41,7 +41,7 @@ Judgement = tuple[str | None, float]  # (why the node cannot take the task, or N
 
 
 class _Shape:
-    __slots__ = ("task", "job", "heap", "cursor", "fails", "summary", "summary_at")
+    __slots__ = ("task", "job", "heap", "cursor", "fails", "summary", "summary_at", "could")
 
     def __init__(self, task: TaskInfo, job: JobInfo) -> None:
         self.task = task
@@ -51,6 +51,7 @@ class _Shape:
         self.fails: dict[int, str] = {}
         self.summary: dict[tuple[tuple[str, float], ...] | None, tuple[str, str]] = {}  # explain's, by whole need
         self.summary_at = -1
+        self.could: dict[object, bool] = {}  # could_ever's answers, by the gang's request
 
 
 class NodeEvaluations:
@@ -281,11 +282,21 @@ class Placer:
         return placed
 
     def _place_whole(self, job: JobInfo, stmt: Statement) -> bool:
-        """All pending tasks on one node (at the global level: one cluster, packed node by node)."""
+        """The job's gang on one node (at the global level: one cluster, packed node by node).
+
+        A rigid job's gang is all its tasks. An elastic job (minAvailable below its tasks) starts when
+        its gang fits, as in Volcano; the tasks beyond it are its member session's to run as room
+        allows, so only the gang is placed and charged here (two elastic jobs can then start side by
+        side and share the rest by the member's DRF)."""
         ssn = self.ssn
+        if ssn.ready_count(job) or ssn.pipelined_count(job):
+            return False  # already placed whole this session: the rest is its member's to place
         tasks = ssn.pending_tasks(job)
         if not tasks:
             return False
+        if job.gang_size < len(tasks):
+            gang = {id(t) for t in job.min_gang()}
+            tasks = [t for t in tasks if id(t) in gang]
         runs = _runs(tasks)
         need: Resources = {}
         for task, count in runs:
@@ -293,13 +304,13 @@ class Placer:
         if not self._allowed(TaskInfo(job.id, "*", -1, need), job):
             return False
         largest = max(runs, key=lambda run: sum(run[0].resources.values()))[0]
+        reqs = [(task.resources, count) for task, count in runs]
         # Most tries of a backlog meet full clusters: a candidate whose idle cannot hold the whole need
         # cannot pack it (``packs`` asks the same first), so when none can, only the reason is left and
         # the candidates (the shape's live heap entries) need not be sorted.
         version, nodes = ssn.node_version, ssn.nodes
         shape = self._shape(largest, job)
         if any(v == version[i] and res.fits(need, nodes[i].idle) for _, i, v in shape.heap):
-            reqs = [(task.resources, count) for task, count in runs]
             candidates = self.candidates(shape)
             try:
                 for node in candidates:
@@ -316,9 +327,32 @@ class Placer:
                     return True
             finally:
                 candidates.close()
+        if not self.could_ever(shape, reqs, job.spread):
+            noun = self.noun
+            largest_node = max((n.largest_node() for n in nodes), key=lambda a: sum(a.values()), default={})
+            gang = ", ".join(f"{count} x {format_resources(req)}" for req, count in reqs)
+            message = (
+                f"no {noun} can ever hold its gang ({gang}) on its nodes at once; the largest node is "
+                f"{format_resources(largest_node)}"
+            )
+            ssn.why(job, TOO_BIG, "allocate", message)
+            return False
         code, message = self.explain(largest, job, need)
         ssn.why(job, code, "allocate", message)
         return False
+
+    def could_ever(self, shape: _Shape, reqs: list[tuple[Resources, int]], spread: bool) -> bool:
+        """Whether some node that takes the shape's task, or only lacks room or is cordoned for it now,
+        could hold ``reqs`` at once were it empty. Kept per shape and request for the session: node
+        sizes do not change within one."""
+        key = (tuple((tuple(sorted(r.items())), n) for r, n in reqs), spread)
+        known = shape.could.get(key)
+        if known is None:
+            nodes, version = self.ssn.nodes, self.ssn.node_version
+            indices = {i for _, i, v in shape.heap if v == version[i]}
+            indices |= {i for i, why in shape.fails.items() if why in (INSUFFICIENT, CORDONED)}
+            known = shape.could[key] = any(nodes[i].could_hold(reqs, spread) for i in indices)
+        return known
 
 
 # How near each predicate's failure comes to placing the task: the predicates check labels, then size,
