@@ -247,30 +247,46 @@ class NodeInfo:
             out = res.maximum(out, shape.allocatable)
         return out
 
-    def take(self, req: Resources) -> tuple[int, int] | None:
-        """Take ``req`` from idle; for a cluster from the best-fitting shape. Returns the undo token."""
+    def take(self, req: Resources, apart: dict[int, int] | None = None) -> tuple[int, int] | None:
+        """Take ``req`` from idle; for a cluster from the best-fitting shape. Returns the undo token.
+
+        ``apart`` (a spread job's own: how many of its nodes each shape holds) keeps the task off the
+        nodes the job already has, as ``packs(spread=True)`` counted: nodes of one shape are alike, so
+        a shape is free for it while it holds more nodes than the job's."""
         res.isub(self.idle, req)
         res.iadd(self.used, req)
         if self.shapes is None:
             return None
-        best = -1
-        best_room = float("inf")
-        for i, shape in enumerate(self.shapes):
-            if shape.count > 0 and res.fits(req, shape.idle):
-                room = sum(shape.idle.values())
-                if room < best_room:
-                    best, best_room = i, room
+        best = self._best_shape(req, apart)
+        if best < 0 and apart:  # a charge the caller could not keep apart (a report moved on): anywhere
+            best = self._best_shape(req, None)
         if best < 0:
             raise ValueError(f"no node of cluster {self.name} fits {req}")
         src = self.shapes[best]
         src.count -= 1
         left = res.sub(src.idle, req)
-        for j, shape in enumerate(self.shapes):
-            if shape.idle == left and shape.allocatable == src.allocatable:
-                shape.count += 1
-                return best, j
-        self.shapes.append(NodeShape(src.allocatable, left, 1))
-        return best, len(self.shapes) - 1
+        dst = next(
+            (j for j, shape in enumerate(self.shapes) if shape.idle == left and shape.allocatable == src.allocatable),
+            -1,
+        )
+        if dst < 0:
+            self.shapes.append(NodeShape(src.allocatable, left, 0))
+            dst = len(self.shapes) - 1
+        self.shapes[dst].count += 1
+        if apart is not None:
+            apart[dst] = apart.get(dst, 0) + 1
+        return best, dst
+
+    def _best_shape(self, req: Resources, apart: dict[int, int] | None) -> int:
+        assert self.shapes is not None
+        best = -1
+        best_room = float("inf")
+        for i, shape in enumerate(self.shapes):
+            if shape.count > (apart.get(i, 0) if apart else 0) and res.fits(req, shape.idle):
+                room = sum(shape.idle.values())
+                if room < best_room:
+                    best, best_room = i, room
+        return best
 
     def give(self, req: Resources, token: tuple[int, int] | None) -> None:
         """Undo ``take``: the resources return to the very node shape they came from."""

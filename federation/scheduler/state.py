@@ -368,7 +368,7 @@ class FederationState:
         runs = info.gang_runs()
         if not any(_empty(v.nodes).could_hold(runs) for v in matching):
             why = (
-                f"the gang of {info.gang_size} tasks ({_runs_text(runs)}) fits no matching cluster's nodes, "
+                f"the gang of {info.gang_size} tasks ({_gang_text(info)}) fits no matching cluster's nodes, "
                 f"largest node {format_resources(_largest(matching))}"
             )
             return Misfit(why, "gang")
@@ -514,8 +514,13 @@ def _largest(views: list[ClusterView]) -> Resources:
     return max(nodes, key=lambda a: sum(a.values()), default={})
 
 
-def _runs_text(runs: list[tuple[Resources, int]]) -> str:
-    return ", ".join(f"{count} x {format_resources(req)}" for req, count in runs)
+def _gang_text(info: JobInfo) -> str:
+    """The smallest gang per task, as ``worker: 4 x cpu=10``."""
+    counts: dict[str, tuple[Resources, int]] = {}
+    for task in info.min_gang():
+        known = counts.get(task.name)
+        counts[task.name] = (task.resources, 1 if known is None else known[1] + 1)
+    return ", ".join(f"{name}: {count} x {format_resources(req)}" for name, (req, count) in counts.items())
 
 
 def _shapes(nodes: list[NodeReport]) -> frozenset[tuple[object, int]]:
@@ -535,6 +540,9 @@ def _charge(view: ClusterView, entry: Entry) -> None:
     if (entry.info.id, entry.epoch) in view.reported_running:
         return
     view.charged.add(entry.info.id)
-    for task in entry.info.tasks:
+    info = entry.info
+    apart: dict[int, int] | None = {} if info.spread else None  # a node per task, as it was placed
+    # As the global placer charged it: an elastic job's gang (its member runs the rest as room allows).
+    for task in info.min_gang() if info.gang_size < len(info.tasks) else info.tasks:
         if node.fits(task.resources):
-            node.take(task.resources)
+            node.take(task.resources, apart)

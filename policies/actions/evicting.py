@@ -4,8 +4,9 @@ The framework, not a plugin, enforces the promises: a non-preemptible job is nev
 victim has run for at least the grace period, no queue is taken below its guarantee by another
 queue, at most ``maxEvictions`` tasks go per cycle, and a gang is never left running below its
 minAvailable (it goes whole instead). Plugins (priority, gang, drf, proportion, conformance) then
-narrow the candidates through the ``preemptable`` / ``reclaimable`` hooks. Victims go lowest
-priority first, most recently started first.
+narrow the candidates through the ``preemptable`` / ``reclaimable`` hooks, which meet them in the one
+victim order (``Evictor.victim_key``): lowest priority first, tasks beyond minAvailable before whole
+jobs, then the least run time lost.
 """
 
 from __future__ import annotations
@@ -34,6 +35,15 @@ class Evictor:
                 started = t.start_time if t.start_time is not None else job.start_time
                 if t.status in EVICTABLE and t.node and (started is None or ssn.now - started >= grace):
                     self.by_node.setdefault(t.node, []).append(t)
+
+    def victim_key(self, victim: TaskInfo) -> tuple[int, bool, float]:
+        """The one victim order of preempt and reclaim: lowest priority first; then a task beyond its
+        gang's minAvailable (its job keeps running, down-to-min) before one whose job goes whole; then
+        the least run time lost (most recently started). Ties keep the order jobs were placed in."""
+        job = self.ssn.jobs[victim.job]
+        beyond = self.ssn.ready_count(job) > job.gang_size
+        started = victim.start_time if victim.start_time is not None else job.start_time
+        return job.priority, not beyond, -(started or 0.0)
 
     def _unit(self, victim: TaskInfo) -> list[TaskInfo]:
         """The victim alone, or its whole gang if losing it would leave the gang short."""
@@ -94,8 +104,11 @@ class Evictor:
             candidates = [
                 v for v in self.by_node.get(node.name, []) if v.status in EVICTABLE and v.job != job.id and accept(v)
             ]
+            # In victim order before the hooks narrow them: a hook that takes victims until a queue is
+            # down to its share (fairshare's, proportion's) must meet the cheapest first.
+            candidates.sort(key=self.victim_key)
             allowed = ssn.hooks.call(self.hook, group[0], candidates) or []
-            allowed.sort(key=lambda v: (ssn.jobs[v.job].priority, -(v.start_time or ssn.jobs[v.job].start_time or 0.0)))
+            allowed.sort(key=self.victim_key)
             for victim in allowed:
                 if victim.status not in EVICTABLE:
                     continue

@@ -32,6 +32,7 @@ class Bookkeeping(QueueTotals, HookCalls):
     def _open_book(self, snapshot: Snapshot) -> None:
         self.nodes: list[NodeInfo] = list(snapshot.nodes)
         self._saved: dict[int, NodeInfo] = {}  # node index -> its state before this session changed it
+        self._spread_nodes: dict[tuple[str, str], dict[int, int]] = {}  # (spread job, cluster) -> its nodes by shape
         self.node_index = {n.name: i for i, n in enumerate(self.nodes)}
         self.node_version = [0] * len(self.nodes)
         self.changes: list[int] = []
@@ -122,9 +123,15 @@ class Bookkeeping(QueueTotals, HookCalls):
         self.node_version[i] += 1
         self.changes.append(i)
 
+    def _apart(self, job: JobInfo, node: NodeInfo) -> dict[int, int] | None:
+        """A spread job's nodes per shape on a cluster (``NodeInfo.take``); None for anything else."""
+        if not job.spread or node.shapes is None:
+            return None
+        return self._spread_nodes.setdefault((job.id, node.name), {})
+
     def allocate_task(self, task: TaskInfo, job: JobInfo, node: NodeInfo) -> object:
         self._touch(node)
-        token = node.take(task.resources)
+        token = node.take(task.resources, self._apart(job, node))
         self._set_status(task, job, TaskStatus.ALLOCATED, node.name)
         if self.book is not None:
             self.book.consume(node.name, task.resources, self.now, self.now + (job.walltime or float("inf")))
@@ -134,6 +141,9 @@ class Bookkeeping(QueueTotals, HookCalls):
     def unallocate_task(self, task: TaskInfo, job: JobInfo, node: NodeInfo, token: object) -> None:
         self._touch(node)
         node.give(task.resources, token)  # type: ignore[arg-type]
+        apart = self._apart(job, node)
+        if apart is not None and token is not None:
+            apart[token[1]] -= 1  # type: ignore[index]
         self._set_status(task, job, TaskStatus.PENDING, "")
         if self.book is not None:
             self.book.consume(

@@ -92,10 +92,30 @@ async def test_a_gang_bigger_than_every_cluster_is_refused(api_on: ApiFactory) -
         await joined(api)
         field = await refused(api, job_spec(tasks=[task(replicas=5, resources={"cpu": "2"})]))
         assert field["field"] == "spec.tasks"
-        assert "the gang needs" in field["message"] and "a job runs whole on one cluster" in field["message"]
+        assert "the gang of 5 tasks (worker: 5 x cpu=2" in field["message"]
+        assert "a job runs whole on one cluster" in field["message"]
         elastic = job_spec(minAvailable=5, tasks=[task(replicas=6, resources={"cpu": "2"})])
         assert (await refused(api, elastic))["field"] == "spec.minAvailable"
         await accepted(api, job_spec(minAvailable=4, tasks=[task(replicas=6, resources={"cpu": "2"})]))
+
+
+async def test_a_gang_that_fits_a_clusters_total_but_not_its_nodes_is_refused(api_on: ApiFactory) -> None:
+    """Four 8-cpu nodes and one 16-cpu node: 48 cpus, yet four 10-cpu tasks each need a node of 10
+    or more and there is one (Volcano's predicates: a task fits one node). A 422 naming the task's
+    shape and the largest node; a gang of one such task fits."""
+    async with api_on() as api:
+        nodes = [
+            {"name": "small", "count": 4, "allocatable": {"cpu": 8}, "free": {"cpu": 8}},
+            {"name": "big", "allocatable": {"cpu": 16}, "free": {"cpu": 16}},
+        ]
+        await report(api, "east", await join(api, "east"), nodes=nodes)
+        gang = job_spec(tasks=[task(replicas=4, resources={"cpu": "10"})])
+        field = await refused(api, gang)
+        assert field["field"] == "spec.tasks"
+        message = field["message"]
+        assert "worker: 4 x cpu=10" in message and "largest node cpu=16" in message, message
+        await accepted(api, job_spec(tasks=[task(replicas=1, resources={"cpu": "10"})]))
+        await accepted(api, job_spec(tasks=[task(replicas=5, resources={"cpu": "8"})]))  # one a node
 
 
 async def test_a_selector_no_joined_cluster_matches_is_refused(api_on: ApiFactory) -> None:

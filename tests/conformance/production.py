@@ -34,6 +34,9 @@ def _manifest(job: dict[str, Any]) -> JobManifest:
         "clusterSelector": job.get("clusterSelector", {}),
         "tasks": [{**task, "runtime": job["runtime"]} for task in job["tasks"]],
     }
+    for key in ("priority", "minAvailable", "placement", "maxRetries"):  # as the scenario gives them
+        if key in job:
+            spec[key] = job[key]
     return JobManifest.model_validate({"metadata": {"name": job["id"].lower()}, "spec": spec})
 
 

@@ -120,7 +120,7 @@ async def test_a_gang_never_splits_across_clusters_and_selectors_hold(make_harne
     assert (await h.job(whole)).state is JobState.RUNNING
     split = await h.job(split_only)
     assert split.state is JobState.UNSCHEDULABLE
-    assert "more than any matching cluster has" in split.reason
+    assert "fits no matching cluster's nodes" in split.reason
     us = await h.job(in_us)
     assert (us.state, us.cluster) == (JobState.RUNNING, "us")
     assert (await h.job(whole)).cluster == "eu"
