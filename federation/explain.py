@@ -175,7 +175,7 @@ def _summary(
     if record.state is JobState.UNSCHEDULABLE:
         return f"Unschedulable: {record.reason}"
     if reservation is not None:
-        where = ", ".join(reservation["clusters"])
+        where = ", ".join(sorted(reservation["clusters"]))  # cluster -> tasks held there (docs/ui.md)
         return f"holds a reservation on {where} from {format_when(reservation['start'], now)}"
     if not out["clusters"]:
         selector = record.spec.cluster_selector

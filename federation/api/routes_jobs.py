@@ -366,11 +366,18 @@ async def get_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
 
 def _detail(record: JobRecord) -> dict[str, Any]:
     detail = record.model_dump(mode="json", by_alias=True)
-    detail["spec"] = record.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    spec = record.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    # The spec as submitted, but each task with its name and replicas even when they were the defaults:
+    # logs, events and the dashboard name tasks by them, and a client should not need the defaults.
+    spec["tasks"] = [
+        {"name": task.name, "replicas": task.replicas, **given}
+        for task, given in zip(record.spec.tasks, spec["tasks"], strict=True)
+    ]
+    detail["spec"] = spec
     return detail
 
 
-@router.get("/{job_id}/explain", response_model=Explanation)
+@router.get("/{job_id}/explain", response_model=Explanation, response_model_exclude_unset=True)
 async def explain_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
     """Why the job waits: its place in line, the policy holding it, reservations, a projected start."""
     stored = await _owned(state, who, job_id)

@@ -49,13 +49,37 @@ class JobPage(_View):
     """Pass it back for the next page; null at the end."""
 
 
+class Reservation(_Open):
+    """A reservation the leader's last cycle booked: ``clusters`` maps each cluster it holds room on to
+    the number of the job's tasks held there (an object, not a list: a job runs whole on one cluster, so
+    it has one key today); ``start`` and ``end`` are epoch seconds; ``tenant`` is the job's (left out of
+    another tenant's reservation, as is its ``job``)."""
+
+    clusters: dict[str, int]
+    start: float
+    end: float
+    tenant: str | None = None
+
+
+class OtherReservation(Reservation):
+    """Another job's reservation, which may hold this one back; ``job`` is None when the caller may not
+    read that job (another tenant's)."""
+
+    job: str | None
+
+
 class Explanation(_Open):
-    """Why a job waits (see the README); keys past these depend on its state."""
+    """Why a job waits (see the README); keys past these depend on its state: a queued job's carry
+    ``reservation`` (its own, or null) and ``other_reservations``, a finished or running one's only
+    ``summary``."""
 
     id: str
     state: str
     queue: str
     tenant: str
+    summary: str
+    reservation: Reservation | None = None
+    other_reservations: list[OtherReservation] | None = None
 
 
 class Cancelled(_View):

@@ -269,6 +269,8 @@ def explain_rows(why: dict[str, Any], now: float) -> list[list[Any]]:
             place += f" by priority and submit time (not among the {p['reached']} waiting jobs the last cycle took up)"
         rows.append(["position", place])
         rows += [["policy", f"{r['policy']}: {r['message']}"] for r in why["reasons"]]
+        if why.get("reservation"):
+            rows.append(["reservation", reservation_text(why["reservation"], now)])
         if why.get("projected_start"):
             start = why["projected_start"]
             rows.append(["projected start", f"{format_when(start['time'], now, local=True)}, {start['basis']}"])
@@ -277,6 +279,15 @@ def explain_rows(why: dict[str, Any], now: float) -> list[list[Any]]:
         states = ", ".join(f"{count} {state}" for state, count in sorted(wait["states"].items()))
         rows.append(["dependency", f"{wait['condition']} on {wait['job']} ({states}): {wait['verdict']}"])
     return rows
+
+
+def reservation_text(reservation: dict[str, Any], now: float) -> str:
+    """``east (4 tasks) from <start> until <end>``: its ``clusters`` map each cluster to the tasks held there."""
+    where = ", ".join(
+        f"{name} ({held} task{'' if held == 1 else 's'})" for name, held in sorted(reservation["clusters"].items())
+    )
+    start, end = (format_when(reservation[k], now, local=True) for k in ("start", "end"))
+    return f"{where} from {start} until {end}"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:

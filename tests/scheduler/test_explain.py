@@ -206,3 +206,38 @@ async def test_a_gang_that_matches_labels_but_has_no_room_now_waits_on_capacity(
         "held by capacity: no matching cluster has room now — 0/3 clusters can take the whole job (cpu=4) now: "
         "1 short of room for all of it, 2 not matching its clusterSelector"
     )
+
+
+async def test_a_reservation_has_one_shape(make_harness: HarnessFactory, explain_of: Any) -> None:
+    """Issue 32: the dashboard read a reservation's ``clusters`` as a list and failed on a Reserved job.
+    It is an object, cluster -> the job's tasks held there, with ``start`` and ``end`` in epoch seconds
+    (docs/ui.md), in the JSON and in the OpenAPI document alike; a job that is not queued has none."""
+    h = await make_harness({"reservation": {"after": "0s", "depth": 1}}, {"queues": [{"name": "a"}]})
+    await h.join("c1", CPU4)
+    first = await h.submit("x", cpu=3, runtime=100)
+    await h.tick()
+    gang = await h.submit("x", cpu=2, replicas=2, runtime=100)
+    behind = await h.submit("x", cpu=1, runtime=500)
+    await h.tick(1)
+    assert (await h.job(gang)).state is JobState.RESERVED
+    explain = await explain_of(h)
+    start = (await h.job(first)).start_time + 100
+    why = await explain(gang)
+    assert why["reservation"] == {"clusters": {"c1": 2}, "start": start, "end": start + 100, "tenant": "x"}
+    assert why["summary"].startswith("holds a reservation on c1 from ")
+    other = (await explain(behind))["other_reservations"]
+    assert other == [{"job": gang, "clusters": {"c1": 2}, "start": start, "end": start + 100, "tenant": "x"}]
+    assert (await explain(behind))["reservation"] is None
+    assert not (await h.job(first)).state.queued and "reservation" not in await explain(first)
+
+    app = create_app(h.store, admin_token=ADMIN, config=h.config, clock=h.clock)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://fedq") as http:
+        schemas = (await http.get("/openapi.json")).json()["components"]["schemas"]
+    reservation = schemas["Reservation"]
+    assert reservation["properties"]["clusters"] == {
+        "additionalProperties": {"type": "integer"},
+        "type": "object",
+        "title": "Clusters",
+    }
+    assert set(reservation["required"]) == {"clusters", "start", "end"}
+    assert {"$ref": "#/components/schemas/Reservation"} in schemas["Explanation"]["properties"]["reservation"]["anyOf"]

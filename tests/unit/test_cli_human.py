@@ -126,3 +126,29 @@ def test_explain_shows_the_projected_start_in_local_time(
     out = table(monkeypatch, capsys, Client(job, why), "cmd_explain")
     lines = [" ".join(line.split()) for line in out.splitlines()]
     assert "projected start │ 1970-01-12T16:59:45+01:00 (in 2h10m), its reservation" in lines
+
+
+def test_explain_shows_the_reservation_as_the_json_has_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 32: a reservation's ``clusters`` is an object, cluster -> the job's tasks held there."""
+    job = detail()
+    why = {
+        "id": job["id"],
+        "state": "Reserved",
+        "queue": "a",
+        "tenant": "alice",
+        "summary": "holds a reservation on c1 from 1970-01-12T16:59:45+00:00 (in 2h10m)",
+        "position": {"in_queue": 1, "queue_length": 1, "overall": 1, "queued": 1, "reached": 1},
+        "reasons": [],
+        "reservation": {"clusters": {"c1": 2}, "start": NOW + 7805, "end": NOW + 7865, "tenant": "alice"},
+        "other_reservations": [],
+        "projected_start": {"time": NOW + 7805, "basis": "its reservation"},
+        "clusters": [{"name": "c1", "state": "Ready", "next_end": NOW + 7805}],
+    }
+    out = table(monkeypatch, capsys, Client(job, why), "cmd_explain")
+    lines = [" ".join(line.split()) for line in out.splitlines()]
+    assert (
+        "reservation │ c1 (2 tasks) from 1970-01-12T16:59:45+01:00 (in 2h10m) until 1970-01-12T17:00:45+01:00 "
+        "(in 2h11m)"
+    ) in lines

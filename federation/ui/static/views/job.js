@@ -20,18 +20,62 @@ function facts(job) {
     ["Ended", when(job.end_time)],
     ["Attempt / retries", `${job.attempt} / ${job.retries ?? 0}`],
     ["Reason", job.reason || "—"],
+    ["Held", job.held_by ? `by ${job.held_by} since ${when(job.held_at)}` : "—"],
   ];
   return h("dl", { class: "facts" }, rows.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
 }
 
+function onClusters(map) {
+  // A reservation's `clusters`: an object, cluster -> the job's tasks held there (docs/ui.md), never a list.
+  return Object.entries(map || {})
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([cluster, tasks]) => `${cluster} (${tasks} task${tasks === 1 ? "" : "s"})`)
+    .join(", ");
+}
+
+function reservation(r, attrs, who) {
+  const names = Object.keys(r.clusters || {}).sort();
+  return h("p", { ...attrs, dataset: { clusters: names.join(","), start: String(r.start) } }, `${who} on ${onClusters(r.clusters)} from ${when(r.start)} until ${when(r.end)}.`);
+}
+
+// Fields a later API may add for a job that will preempt others: shown as they come until the page
+// learns their shape. None is in the API yet; nothing here invents one.
+const LATER = ["preempting", "victims"];
+
 function explanation(why) {
-  const parts = [h("p", { class: "summary" }, why.summary || "")];
-  if (why.position) parts.push(h("p", {}, `Place in line: ${why.position.overall ?? "—"} overall, ${why.position.in_queue ?? "—"} in its queue.`));
-  if (why.reasons?.length) parts.push(h("ul", {}, why.reasons.map((r) => h("li", {}, h("strong", {}, r.policy), `: ${r.message}`))));
-  if (why.reservation) parts.push(h("p", {}, `Reservation on ${(why.reservation.clusters || []).join(", ")} from ${when(why.reservation.start)}.`));
-  parts.push(h("p", {}, `Projected start: ${why.projected_start ? `${when(why.projected_start.time)} (${why.projected_start.basis})` : "—"}`));
-  if (why.dependencies?.length) parts.push(h("p", {}, `Waits on ${why.dependencies.length} dependenc${why.dependencies.length === 1 ? "y" : "ies"}.`));
+  // Every field but id, state, queue, tenant and summary depends on the state: a running or finished
+  // job's explanation is its summary alone.
+  const parts = [h("p", { class: "summary", id: "explain-summary" }, why.summary || "")];
+  if (why.held) parts.push(h("p", { id: "held" }, `Held by ${why.held.by} since ${when(why.held.at)}.`));
+  if (why.position) parts.push(h("p", {}, `Place in line: ${why.position.overall ?? "—"} overall, ${why.position.in_queue ?? "—"} of ${why.position.queue_length ?? "—"} in its queue.`));
+  if (why.reasons?.length) parts.push(h("ul", { id: "reasons" }, why.reasons.map((r) => h("li", { dataset: { code: r.code } }, h("strong", {}, r.policy), `: ${r.message}`))));
+  if (why.reservation) parts.push(reservation(why.reservation, { id: "reservation" }, "Reservation"));
+  if (why.reasons?.some((r) => r.code === "reservation")) {
+    // held back by another job's reservation: the reservations it would delay (every one the cycle booked)
+    for (const other of why.other_reservations || []) {
+      parts.push(reservation(other, { class: "other-reservation" }, other.job ? `Job ${other.job}'s reservation` : "Another tenant's job's reservation"));
+    }
+  }
+  if ("projected_start" in why) parts.push(h("p", {}, `Projected start: ${why.projected_start ? `${when(why.projected_start.time)} (${why.projected_start.basis})` : "—"}`));
+  if (why.dependencies?.length) {
+    parts.push(
+      h("ul", { id: "dependencies" }, why.dependencies.map((d) => {
+        const states = Object.entries(d.states).map(([state, count]) => (d.elements ? `${count} ${state}` : state)).join(", ");
+        return h("li", {}, `${d.condition} on ${d.elements ? "array" : "job"} ${d.job} (${states}): ${d.verdict}`);
+      })),
+    );
+  }
+  if (why.clusters) parts.push(h("p", {}, `Matching clusters: ${why.clusters.map((c) => `${c.name} (${c.state})`).join(", ") || "none"}.`));
+  for (const key of LATER) {
+    if (why[key] !== undefined && why[key] !== null) parts.push(h("div", { class: "later", dataset: { field: key } }, h("strong", {}, key), ": ", h("code", {}, JSON.stringify(why[key]))));
+  }
   return parts;
+}
+
+function tasks(spec) {
+  // Each task's name and replicas are always in the API's job record, defaults too (docs/ui.md).
+  const walltime = spec.walltime ? `; walltime ${duration(spec.walltime)}` : "";
+  return h("p", { id: "spec-tasks" }, spec.tasks.map((t) => `${t.name}: ${t.replicas} × ${resources(t.resources)}`).join("; "), walltime);
 }
 
 export async function jobView({ root, arg, signal }) {
@@ -50,7 +94,7 @@ export async function jobView({ root, arg, signal }) {
     h("h2", {}, "Logs"),
     logBox,
     h("h2", {}, "Spec"),
-    h("p", {}, job.spec.tasks.map((t) => `${t.name}: ${t.replicas ?? 1} × ${resources(t.resources)}`).join("; "), job.spec.walltime ? `; walltime ${duration(job.spec.walltime)}` : ""),
+    tasks(job.spec),
     h("pre", { class: "spec", tabindex: 0 }, JSON.stringify(job.spec, null, 2)),
   );
 
