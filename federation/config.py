@@ -101,6 +101,21 @@ class ReclaimConfig(_Section):
         return seconds(value)
 
 
+class PreemptionConfig(_Section):
+    """Priority preemption in the federation, off by default as in Kueue and Slurm: a job may stop
+    strictly lower-priority preemptible jobs of its own queue that have run ``grace`` seconds, at most
+    ``maxPerMinute`` of them a minute."""
+
+    enabled: bool = False
+    grace: float = 30.0
+    max_per_minute: Integer = Field(20, alias="maxPerMinute", ge=0)
+
+    @field_validator("grace", mode="before")
+    @classmethod
+    def _grace(cls, value: Any) -> float:
+        return seconds(value)
+
+
 class StoreUpkeepConfig(_Section):
     """What the leader does to keep the store from growing without bound."""
 
@@ -252,6 +267,7 @@ class FederationConfig(_Section):
     reservation: ReservationConfig = Field(default_factory=ReservationConfig)
     cluster: ClusterLivenessConfig = Field(default_factory=ClusterLivenessConfig)
     reclaim: ReclaimConfig = Field(default_factory=ReclaimConfig)
+    preemption: PreemptionConfig = Field(default_factory=PreemptionConfig)
     api: ApiLimits = Field(default_factory=ApiLimits)
     jobs: JobsConfig = Field(default_factory=JobsConfig)
     store: StoreUpkeepConfig = Field(default_factory=StoreUpkeepConfig)

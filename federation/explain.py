@@ -174,6 +174,9 @@ def _summary(
 ) -> str:
     if record.state is JobState.UNSCHEDULABLE:
         return f"Unschedulable: {record.reason}"
+    preempting = next((r for r in reasons if r["code"] == "preempting"), None)
+    if preempting is not None:
+        return f"{preempting['message']}: it starts once they have stopped"
     if reservation is not None:
         where = ", ".join(sorted(reservation["clusters"]))  # cluster -> tasks held there (docs/ui.md)
         return f"holds a reservation on {where} from {format_when(reservation['start'], now)}"

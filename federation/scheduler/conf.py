@@ -16,13 +16,20 @@ _PLACEMENT_PLUGINS: dict[str, dict[str, Any]] = {
 }
 
 
-def global_conf(config: FederationConfig, *, reclaim_budget: int | None = None) -> SchedulerConf:
+def global_conf(
+    config: FederationConfig, *, reclaim_budget: int | None = None, preempt_budget: int | None = None
+) -> SchedulerConf:
     """The global session's conf, parsed and validated."""
-    return load_conf(global_conf_mapping(config, reclaim_budget=reclaim_budget))
+    return load_conf(global_conf_mapping(config, reclaim_budget=reclaim_budget, preempt_budget=preempt_budget))
 
 
-def global_conf_mapping(config: FederationConfig, *, reclaim_budget: int | None = None) -> dict[str, Any]:
-    """allocate, backfill (and reclaim): the global cycle over member clusters.
+def global_conf_mapping(
+    config: FederationConfig, *, reclaim_budget: int | None = None, preempt_budget: int | None = None
+) -> dict[str, Any]:
+    """allocate, backfill (and preempt, reclaim): the global cycle over member clusters.
+
+    preempt (``preemption.enabled``) lets a job stop strictly lower-priority preemptible jobs of its
+    own queue (the priority plugin's rule); it runs before reclaim, which takes back across queues.
 
     Only fairshare limits what a queue may take: it orders queues and tenants, slices capacity by
     decayed usage (guarantees first, caps and acceptSurplus as hard limits) and tells reclaim who
@@ -32,9 +39,12 @@ def global_conf_mapping(config: FederationConfig, *, reclaim_budget: int | None 
     block and reserve, and EASY/conservative backfill would not happen.
     """
     actions = ["allocate", "backfill"]
+    if config.preemption.enabled:
+        actions.append("preempt")
     if config.reclaim.enabled:
         actions.append("reclaim")
     budget = config.reclaim.max_per_minute if reclaim_budget is None else reclaim_budget
+    preempt = config.preemption.max_per_minute if preempt_budget is None else preempt_budget
     return {
         "placement": "job",
         "actions": ", ".join(actions),
@@ -58,6 +68,7 @@ def global_conf_mapping(config: FederationConfig, *, reclaim_budget: int | None 
         "configurations": [
             {"name": "allocate", "arguments": {"maxJobs": config.dispatch_per_cycle}},
             {"name": "backfill", "arguments": {"depth": config.reservation.depth, "enabled": config.backfill}},
+            {"name": "preempt", "arguments": {"gracePeriod": config.preemption.grace, "maxEvictions": preempt}},
             {"name": "reclaim", "arguments": {"gracePeriod": config.reclaim.grace, "maxEvictions": budget}},
         ],
     }

@@ -14,17 +14,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from policies import resources as res
+from policies.framework.decisions import PREEMPTING
 from policies.framework.session import Session
 from policies.framework.statement import Statement
 from policies.resources import EPS, Resources
-from policies.snapshot import EVICTABLE, JobInfo, NodeInfo, TaskInfo
+from policies.snapshot import EVICTABLE, JobInfo, NodeInfo, TaskInfo, TaskStatus
 
 
 class Evictor:
-    def __init__(self, ssn: Session, hook: str, reason: str, grace: float, budget: int) -> None:
+    def __init__(self, ssn: Session, hook: str, reason: str, grace: float, budget: int, verb: str) -> None:
         self.ssn = ssn
         self.hook = hook
         self.reason = reason
+        self.verb = verb  # what the waiting job's reason says it will do: "preempt", "reclaim from"
         self.budget = budget
         self.used = 0
         self.by_node: dict[str, list[TaskInfo]] = {}
@@ -69,19 +71,74 @@ class Evictor:
         return False
 
     def make_room(self, stmt: Statement, job: JobInfo, accept: Callable[[TaskInfo], bool]) -> bool:
-        """Pipeline every pending task of ``job`` (all on one node when whole-job), evicting as needed."""
+        """Pipeline every pending task of ``job`` (its gang on one cluster when whole-job), evicting as needed."""
         ssn = self.ssn
-        tasks = ssn.pending_tasks(job)
-        groups = [tasks] if ssn.whole_job else [[t] for t in tasks]
-        for group in groups:
-            need = res.total(t.resources for t in group)
-            if self.hook == "reclaimable" and ssn.allocatable(TaskInfo(job.id, "*", -1, need), job) is not None:
+        if ssn.whole_job:
+            return self._make_room_whole(stmt, job, accept)
+        for task in ssn.pending_tasks(job):
+            if not self._held_by_room(job, task.resources):
                 return False
-            if not any(self._room_on(stmt, job, group, need, node, accept) for node in self._nodes(group[0], job)):
+            if not any(
+                self._room_on(stmt, job, [task], task.resources, node, accept) for node in self._nodes(task, job)
+            ):
                 return False
             if ssn.job_pipelined(job) and ssn.pipelined_count(job) + ssn.ready_count(job) >= job.gang_size:
                 return True
         return True
+
+    def _held_by_room(self, job: JobInfo, need: Resources) -> bool:
+        """Reclaim makes room only for a job that only room holds back: its queue's limits let it take ``need``."""
+        return self.hook != "reclaimable" or self.ssn.allocatable(TaskInfo(job.id, "*", -1, need), job) is None
+
+    def _make_room_whole(self, stmt: Statement, job: JobInfo, accept: Callable[[TaskInfo], bool]) -> bool:
+        """The gang on the one cluster where making room costs least (``cost``), judged node by node:
+        no eviction when some cluster has room for it now, none on a cluster whose nodes could never
+        hold it. An elastic job's gang is its minAvailable: the tasks beyond it wait for room."""
+        ssn = self.ssn
+        tasks = ssn.pending_tasks(job)
+        if job.gang_size < len(tasks):
+            gang = {id(t) for t in job.min_gang()}
+            tasks = [t for t in tasks if id(t) in gang]
+        if not tasks:
+            return False
+        need = res.total(t.resources for t in tasks)
+        if not self._held_by_room(job, need):
+            return False
+        runs: dict[int, tuple[Resources, int]] = {}
+        for t in tasks:
+            runs[id(t.resources)] = (t.resources, runs.get(id(t.resources), (t.resources, 0))[1] + 1)
+        reqs = list(runs.values())
+        probe = max(tasks, key=lambda t: sum(t.resources.values()))
+        fitting = [n for n in ssn.nodes if not n.unschedulable and ssn.predicate(probe, job, n) is None]
+        if any(n.packs(reqs, job.spread) for n in fitting):
+            return False  # room without evicting: the job is held by policy or a reservation, not by room
+        best: tuple[tuple[float, ...], NodeInfo] | None = None
+        for node in fitting:
+            if node.name not in self.by_node or not node.could_hold(reqs, job.spread):
+                continue
+            mark, used = stmt.mark(), self.used
+            if self._room_on(stmt, job, tasks, need, node, accept):
+                cost = self.cost(stmt.victims(mark))
+                if best is None or cost < best[0]:
+                    best = (cost, node)
+                stmt.rollback_to(mark)
+                self.used = used
+        return best is not None and self._room_on(stmt, job, tasks, need, best[1], accept)
+
+    def _enough(self, node: NodeInfo, need: Resources) -> bool:
+        """Room for ``need`` once what is releasing is gone. On a cluster, ``need`` is a gang whose
+        nodes ``could_hold`` already judged; what victims free is known by total, not by node, so the
+        total decides (the member's own session places the gang when the victims are gone)."""
+        if not self.ssn.whole_job:
+            return node.fits_future(need)
+        return res.fits(need, res.sub(res.add(node.idle, node.releasing), node.pipelined))
+
+    def cost(self, victims: list[JobInfo]) -> tuple[float, ...]:
+        """What evicting ``victims`` costs: the highest priority among them, then the run time lost
+        (seconds of every victim run so far), then how many. Lower is cheaper."""
+        now = self.ssn.now
+        lost = sum(now - job.start_time for job in victims if job.start_time is not None)
+        return max(job.priority for job in victims), lost, len(victims)
 
     def _nodes(self, task: TaskInfo, job: JobInfo) -> list[NodeInfo]:
         ssn = self.ssn
@@ -97,10 +154,10 @@ class Evictor:
         accept: Callable[[TaskInfo], bool],
     ) -> bool:
         ssn = self.ssn
-        if node.fits(need):
+        if not ssn.whole_job and node.fits(need):  # whole: make_room asked packs of every cluster
             return False  # room without evicting: the job is held by policy, not by this node
         mark, used = stmt.mark(), self.used
-        if not node.fits_future(need):
+        if not self._enough(node, need):
             candidates = [
                 v for v in self.by_node.get(node.name, []) if v.status in EVICTABLE and v.job != job.id and accept(v)
             ]
@@ -117,11 +174,11 @@ class Evictor:
                 if self.used + len(unit) > self.budget or self._protected(unit, owner, job):
                     continue
                 for v in unit:
-                    stmt.evict(v, owner, self.reason)
+                    stmt.evict(v, owner, self.reason.format(job=job.id))
                 self.used += len(unit)
-                if node.fits_future(need):
+                if self._enough(node, need):
                     break
-        if not node.fits_future(need):
+        if not self._enough(node, need):
             stmt.rollback_to(mark)
             self.used = used
             return False
@@ -154,7 +211,13 @@ def run_evictions(
             continue
         stmt = Statement(ssn)
         if evictor.make_room(stmt, job, accept) and ssn.job_pipelined(job):
+            victims = stmt.victims()
+            where = sorted({t.node for t in job.tasks if t.status is TaskStatus.PIPELINED})
             stmt.commit(bind=False)
+            if victims:
+                noun = "job" if len(victims) == 1 else "jobs"
+                message = f"will {evictor.verb} {len(victims)} {noun} on {', '.join(where)}"
+                ssn.why(job, PREEMPTING, evictor.hook, message)
             missed = 0
         else:
             stmt.discard()

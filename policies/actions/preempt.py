@@ -22,9 +22,10 @@ class Preempt(Action):
         evictor = Evictor(
             ssn,
             "preemptable",
-            "preempted",
+            "by higher-priority job {job}",
             self.arguments.duration("gracePeriod", 0),
             int(self.arguments.number("maxEvictions", 1 << 30)),
+            "preempt",
         )
 
         def same_queue(job: JobInfo) -> Callable[[TaskInfo], bool]:

@@ -26,6 +26,7 @@ class Reclaim(Action):
             "reclaimed",
             self.arguments.duration("gracePeriod", 300),
             int(self.arguments.number("maxEvictions", 32)),
+            "reclaim from",
         )
 
         def other_queues(job: JobInfo) -> Callable[[TaskInfo], bool] | None:

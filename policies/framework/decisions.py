@@ -17,6 +17,7 @@ SPREAD = "spread"  # the node holds another task of a job placed one task per no
 INSUFFICIENT = "insufficient"  # resources are busy now
 RESERVATION = "reservation"  # starting now would delay another job's reservation
 RESERVED = "reserved"  # the job holds a reservation and starts later
+PREEMPTING = "preempting"  # the job waits for the jobs stopped to make room for it
 ORDER = "order"  # strict order: behind a blocked job
 NOT_ENQUEUED = "not-enqueued"  # the admission window is full
 WAITING = "waiting"  # has not waited long enough to reserve

@@ -64,6 +64,11 @@ class Statement:
                 assert isinstance(op.undo, TaskStatus)
                 self.ssn.unevict_task(op.task, op.job, op.undo)
 
+    def victims(self, since: int = 0) -> list[JobInfo]:
+        """The jobs evicted from by the operations after ``since``, each once, in order."""
+        jobs = {id(op.job): op.job for op in self.ops[since:] if op.kind == _EVICT}
+        return list(jobs.values())
+
     def discard(self) -> None:
         self.rollback_to(0)
 

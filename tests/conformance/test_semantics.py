@@ -111,3 +111,56 @@ def test_reclaim_takes_the_lowest_priority_victim_first(tmp_path: Path) -> None:
         ],
     }
     assert _starts(simulate(case, tmp_path)) == {"P5": 0.0, "P0": 200.0, "NEED": 100.0}
+
+
+# ---- 3. priority preemption in the federation --------------------------------------------------------
+
+
+def preemption_case(enabled: bool) -> dict[str, Any]:
+    """Four one-cpu nodes, one queue, every job preemptible. LOW1, LOW2 (priority 0) start at 0, MID3
+    (priority 5) and LOW4 (priority 0) at 50, each for 1000 s. HIGH (priority 10, a gang of 2) comes
+    at 100.
+
+    With ``preemption.enabled`` (Kueue's withinClusterQueue: LowerPriority; Slurm's
+    PreemptType=preempt/qos with a lower-priority victim): HIGH may stop strictly lower-priority
+    preemptible jobs of its own queue that ran the 30 s grace. Victims lowest priority first, then the
+    least run time lost, never more than needed (Kueue's candidate ordering: priority, then the most
+    recently admitted): LOW4 (priority 0, 50 s run) and then LOW1 (priority 0, 100 s run, placed before
+    LOW2); MID3 stays although it started last. HIGH starts at 100 and ends at 200; LOW1 and LOW4 go
+    back to the queue with their place and start again at 200.
+    Without it (the default, as in Kueue and Slurm) HIGH waits for the first two ends: 1000.
+    """
+    jobs = [
+        _job("LOW1", 0, 1000, 1, 1, preemptible=True),
+        _job("LOW2", 0, 1000, 1, 1, preemptible=True),
+        _job("MID3", 50, 1000, 1, 1, priority=5, preemptible=True),
+        _job("LOW4", 50, 1000, 1, 1, preemptible=True),
+        _job("HIGH", 100, 100, 2, 1, priority=10),
+    ]
+    policy: dict[str, Any] = {"reclaim": {"enabled": False}}
+    if enabled:
+        policy["preemption"] = {"enabled": True, "grace": "30s"}
+    return {
+        "clusters": [{"name": "c1", "nodes": [{"count": 4, "resources": {"cpu": 1}}]}],
+        "queues": [{"name": "batch", "tenants": ["alice"]}],
+        "policy": policy,
+        "jobs": jobs,
+    }
+
+
+PREEMPTED_STARTS = {"LOW1": 200.0, "LOW2": 0.0, "MID3": 50.0, "LOW4": 200.0, "HIGH": 100.0}
+
+
+def test_a_higher_priority_job_preempts_the_cheapest_lower_priority_jobs(tmp_path: Path) -> None:
+    assert _starts(simulate(preemption_case(True), tmp_path / "on")) == PREEMPTED_STARTS
+    off = _starts(simulate(preemption_case(False), tmp_path / "off"))
+    assert off == {"LOW1": 0.0, "LOW2": 0.0, "MID3": 50.0, "LOW4": 50.0, "HIGH": 1000.0}
+
+
+@pytest.mark.etcd
+async def test_priority_preemption_on_the_production_scheduler(make_harness: HarnessFactory) -> None:
+    played = await play(make_harness, preemption_case(True), until=300)
+    assert _starts(await played.rows()) == PREEMPTED_STARTS
+    low1 = await played.harness.job(played.ids["LOW1"])
+    assert any(e.reason == f"preempted: by higher-priority job {played.ids['HIGH']}" for e in low1.events)
+    assert low1.retries == 0  # a preemption, not a retry

@@ -241,3 +241,21 @@ async def test_a_reservation_has_one_shape(make_harness: HarnessFactory, explain
     }
     assert set(reservation["required"]) == {"clusters", "start", "end"}
     assert {"$ref": "#/components/schemas/Reservation"} in schemas["Explanation"]["properties"]["reservation"]["anyOf"]
+
+
+async def test_a_job_making_room_by_preemption_says_so(make_harness: HarnessFactory, explain_of: Any) -> None:
+    """Two one-cpu jobs of priority 0 fill c1; a priority-10 job of 2 cpus comes after the 30 s grace:
+    with preemption on it stops both, and explain says so until it starts."""
+    h = await make_harness({"preemption": {"enabled": True, "grace": "30s"}}, {"queues": [{"name": "a"}]})
+    await h.join("c1", [{"count": 2, "namePrefix": "n", "resources": {"cpu": 1}}])
+    low = [await h.submit("x", runtime=1000, preemptible=True) for _ in range(2)]
+    await h.tick()
+    high = await h.submit("y", cpu=1, replicas=2, runtime=100, priority=10)
+    await h.tick(60)
+    explain = await explain_of(h)
+    why = await explain(high)
+    assert "preempting" in codes(why)
+    assert why["summary"] == "will preempt 2 jobs on c1: it starts once they have stopped"
+    for job in low:
+        record = await h.job(job)
+        assert record.evicting or record.state is JobState.PENDING
