@@ -330,9 +330,9 @@ class Placer:
         if not self.could_ever(shape, reqs, job.spread):
             noun = self.noun
             largest_node = max((n.largest_node() for n in nodes), key=lambda a: sum(a.values()), default={})
-            gang = ", ".join(f"{count} x {format_resources(req)}" for req, count in reqs)
+            shown = ", ".join(f"{count} x {format_resources(req)}" for req, count in reqs)
             message = (
-                f"no {noun} can ever hold its gang ({gang}) on its nodes at once; the largest node is "
+                f"no {noun} can ever hold its gang ({shown}) on its nodes at once; the largest node is "
                 f"{format_resources(largest_node)}"
             )
             ssn.why(job, TOO_BIG, "allocate", message)
