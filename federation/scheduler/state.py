@@ -382,8 +382,8 @@ class FederationState:
 
         False only when that is certain, so a caller that plans on every change (the simulator) may
         skip the cycle: a job is placed whole on one cluster, so it needs its whole request (an elastic
-        job: its gang's) idle on one schedulable cluster; reclaim needs a preemptible job on a cluster; and a job no cluster
-        could ever hold is to be marked. O(pending jobs), stopping at the first that could act."""
+        job: its gang's) idle on one schedulable cluster; reclaim needs a preemptible job on a cluster;
+        and a job no cluster could ever hold is to be marked. O(pending jobs), stopping at the first that could act."""
         self.release(now)
         if self._preemptible_held:
             return True
