@@ -115,7 +115,7 @@ def assignments(rng: random.Random, tasks: int = TASKS) -> list[Assignment]:
 
 
 def running_tasks(agent: Agent) -> int:
-    return sum(job.expected_tasks for job in agent.tracker.jobs.values() if job.launched)
+    return sum(len(job.placed) for job in agent.tracker.jobs.values() if job.launched)
 
 
 def local_cycles(seed: int) -> tuple[float, float, int, Agent, ManualClock]:

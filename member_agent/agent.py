@@ -23,7 +23,7 @@ from federation.client import FedqClient, FedqError
 from federation.models import JobState
 from federation.models.cluster import MAX_ITEMS_PER_REPORT, MAX_RUNNING_PER_REPORT, ClusterReport, ReportReply
 from member_agent.backends import honoured_fields
-from member_agent.backends.base import Backend, JobRejected, LaunchError
+from member_agent.backends.base import Backend, JobRejected, LaunchError, task_id
 from member_agent.capacity import summarise
 from member_agent.local_scheduler import LocalScheduler
 from member_agent.log_shipper import LogShipper
@@ -218,11 +218,13 @@ class Agent:
 
     def schedule(self) -> int | None:
         """Run the local session (only once reconciled after a restart) and launch what it placed;
-        returns how many jobs were launched, or None when no session ran (nothing waited)."""
+        returns how many launches were made (jobs started, and running jobs given more tasks), or None
+        when no session ran (nothing waited: no job to start, no elastic job with tasks to place)."""
         if not self._reconciled or self.fenced:
             return None
         pending = self.tracker.pending()
-        if not pending:
+        growing = self.tracker.growing()
+        if not pending and not growing:
             return None
         nodes = self.backend.nodes()
         for job in self.scheduler.never_fits(pending, nodes):
@@ -231,28 +233,39 @@ class Agent:
         plan = self.scheduler.plan(self.tracker.pending(), running, nodes)
         for job, reason in plan.evictions:
             self.backend.kill(job.job_id, job.epoch, f"preempted: {reason}")
+        for job, keys, reason in plan.shrinks:
+            # Down-to-min: the tasks beyond its gang go, the job runs on; they wait to be placed again.
+            ids = [task_id(job.job_id, name, index) for name, index in keys]
+            job.shrinking.update(ids)
+            self.backend.kill(job.job_id, job.epoch, f"preempted: {reason}", tasks=ids)
         return sum(self._launch(job, placement) for job, placement in plan.launches)
 
     def _launch(self, job: LocalJob, placement: dict[tuple[str, int], str]) -> bool:
+        """Start a job's placed tasks: its gang (and what more fit) or, for a job already launched, more
+        of its tasks. A later launch that fails leaves the job running; its tasks are placed again."""
         launches = job.launches(placement)
         if self.shipper.limits is not None:
             launches = [replace(task, log_limit=self.shipper.limits.max_bytes_per_job) for task in launches]
+        more = job.launched
         try:
             self.backend.launch(launches)
         except JobRejected as exc:
             self.log.warning("launch refused: the job cannot run here", job_id=job.job_id, error=str(exc))
+            if more:  # its gang runs here: these tasks wait for a later session
+                return False
             self.tracker.fail(job, str(exc))
             return False
         except LaunchError as exc:
+            self.log.warning("launch failed", job_id=job.job_id, error=str(exc), more=more)
+            if more:
+                return False
             failures = self._launch_failures.get(job.job_id, 0) + 1
             self._launch_failures[job.job_id] = failures
-            self.log.warning("launch failed", job_id=job.job_id, error=str(exc), failures=failures)
             if failures >= MAX_LAUNCH_FAILURES:
                 self.tracker.hand_back(job, f"launch failed {failures} times: {exc}")
                 del self._launch_failures[job.job_id]
             return False
-        job.launched = True
-        job.expected_tasks = len(launches)
+        job.mark_placed([(task.task_name, task.index) for task in launches])
         self._launch_failures.pop(job.job_id, None)
-        self.log.info("launched", job_id=job.job_id, epoch=job.epoch, tasks=len(placement))
+        self.log.info("launched", job_id=job.job_id, epoch=job.epoch, tasks=len(placement), more=more)
         return True

@@ -3,6 +3,12 @@
 The federation sees jobs, the backend sees tasks: this is where a gang's tasks become one job state
 (Running once ``minAvailable`` run, Succeeded when all succeed, Failed on the first failure) and where
 the updates the next report carries wait until the federation has accepted them.
+
+An elastic job (``minAvailable`` below its tasks) is launched once its gang is placed; its other tasks
+are launched later, as the local session finds room for them (Volcano's gang plugin and allocate), so
+a job's ``placed`` tasks grow while it runs, and it ends only when every one of its tasks has ended.
+Tasks beyond the gang are the first a preemption takes back (gang ``preemptMode: down-to-min``): the
+agent kills just those (``shrinking``), and they wait to be placed again, the job running on.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from dataclasses import dataclass, field
 
 from federation.models import JobSpecBody, JobState
 from federation.models.cluster import Assignment, RunningJob, StatusUpdate
-from member_agent.backends.base import TaskLaunch, TaskPhase, TaskReport
+from member_agent.backends.base import TaskLaunch, TaskPhase, TaskReport, task_id
 from policies.clock import Clock
 
 
@@ -30,7 +36,11 @@ class LocalJob:
     launched: bool = False
     cancel_reason: str | None = None
     admitted_at: float = 0.0
-    expected_tasks: int = 0  # tasks launched: an elastic job may start with fewer than all replicas
+    # (task name, index) of the tasks launched in this epoch and not given back: an elastic job starts
+    # with its gang and launches the rest as room allows.
+    placed: set[tuple[str, int]] = field(default_factory=set)
+    shrinking: set[str] = field(default_factory=set)  # task ids killed to give room back, the job running on
+    version: int = 0  # grows with every change to ``tasks`` or ``placed``: what a cached view is keyed on
     phases: Counter[TaskPhase] = field(default_factory=Counter)  # how many of ``tasks`` are in each phase
     started_at: float | None = None  # the earliest start among ``tasks``: the job's start in reports
 
@@ -40,8 +50,44 @@ class LocalJob:
             return max(1, len(self.tasks))
         return self.spec.gang_size
 
+    @property
+    def total_tasks(self) -> int:
+        return self.spec.total_replicas if self.spec is not None else len(self.tasks)
+
     def resources(self) -> dict[str, float]:
-        return {} if self.spec is None else self.spec.total_resources()
+        """What the job's tasks hold now: those launched and not ended (an elastic job's tasks not yet
+        placed hold nothing), each at its task's request."""
+        if self.spec is None:
+            return {}
+        held: dict[str, float] = {}
+        for task in self.spec.tasks:
+            for index in range(task.replicas):
+                key = (task.name, index)
+                status = self.tasks.get(task_id(self.job_id, task.name, index))
+                if key in self.placed and (status is None or not status.phase.terminal):
+                    for name, amount in task.resources.items():
+                        held[name] = held.get(name, 0.0) + amount
+        return held
+
+    def unplaced(self) -> int:
+        """Tasks of the job not launched in this epoch (or given back): an elastic job's to place later."""
+        return self.total_tasks - len(self.placed) if self.spec is not None else 0
+
+    def mark_placed(self, keys: list[tuple[str, int]]) -> None:
+        """These tasks were launched (with the gang, or later as room allowed)."""
+        self.placed.update(keys)
+        self.launched = True
+        self.version += 1
+
+    def forget(self, status: TaskReport) -> None:
+        """A task given back (killed to shrink the job): not launched any more, to be placed again."""
+        before = self.tasks.pop(status.task_id, None)
+        if before is not None:
+            self.phases[before.phase] -= 1
+        self.placed.discard((status.task_name, status.index))
+        self.shrinking.discard(status.task_id)
+        self.version += 1
+        self.started_at = min((t.started_at for t in self.tasks.values() if t.started_at is not None), default=None)
 
     def record(self, status: TaskReport) -> None:
         """Keep ``status`` as its task's latest, and the phase counts with it (a gang of hundreds of
@@ -49,6 +95,7 @@ class LocalJob:
         before = self.tasks.get(status.task_id)
         if before is not None:
             self.phases[before.phase] -= 1
+        self.version += 1
         self.tasks[status.task_id] = status
         self.phases[status.phase] += 1
         started = status.started_at
@@ -94,7 +141,7 @@ class JobTracker:
         self.clock = clock
         self.jobs: dict[str, LocalJob] = {}
         self._outbox: list[StatusUpdate] = []
-        self._running: dict[str, tuple[LocalJob, RunningJob]] = {}  # the last report's entries
+        self._running: dict[str, tuple[LocalJob, int, RunningJob]] = {}  # the last report's entries, by version
 
     def admit(self, assignment: Assignment) -> LocalJob | None:
         """Take a new assignment; a repeat of one already held is ignored."""
@@ -124,6 +171,7 @@ class JobTracker:
                 self.jobs[status.job_id] = job
             if job.epoch == status.epoch:
                 job.record(status)
+                job.placed.add((status.task_name, status.index))
 
     def known(self) -> list[tuple[str, int]]:
         return [(job.job_id, job.epoch) for job in self.jobs.values()]
@@ -135,10 +183,25 @@ class JobTracker:
             if not job.launched and job.cancel_reason is None and job.state is JobState.ADMITTED
         ]
 
+    def growing(self) -> list[LocalJob]:
+        """Launched jobs, still on the cluster and not being stopped, with tasks not yet placed (an
+        elastic job's beyond its gang, or ones given back): later sessions place them as room allows."""
+        return [
+            job
+            for job in self.jobs.values()
+            if job.launched
+            and job.cancel_reason is None
+            and job.state in (JobState.ADMITTED, JobState.RUNNING)
+            and job.unplaced() > 0
+        ]
+
     def observe(self, status: TaskReport) -> LocalJob | None:
         """Fold one task status into its job; returns the job when it just failed (kill its other tasks)."""
         job = self.jobs.get(status.job_id)
         if job is None or job.epoch != status.epoch or job.state.terminal or job.state is JobState.PENDING:
+            return None
+        if status.phase is TaskPhase.KILLED and status.task_id in job.shrinking and job.cancel_reason is None:
+            job.forget(status)  # given back for room: it waits to be placed again, the job runs on
             return None
         job.record(status)
         if status.phase is TaskPhase.FAILED:
@@ -155,9 +218,8 @@ class JobTracker:
                 self._emit(job, JobState.PENDING, status, reason=f"evicted on this cluster: {status.reason}")
                 return job
             return None
-        expected = job.expected_tasks or (job.spec.total_replicas if job.spec is not None else len(job.tasks))
         succeeded = job.phases[TaskPhase.SUCCEEDED]
-        if len(job.tasks) >= expected and succeeded == len(job.tasks):
+        if succeeded >= job.total_tasks and succeeded == len(job.tasks):  # every task, placed late or not
             self._emit(job, JobState.SUCCEEDED, status, reason="all tasks succeeded")
         elif job.state is JobState.ADMITTED:
             started = job.phases[TaskPhase.RUNNING] + succeeded
@@ -214,25 +276,26 @@ class JobTracker:
                 del self.jobs[job_id]
 
     def running(self) -> list[RunningJob]:
-        """Every launched job still on the cluster, with its start and walltime end. Each report lists
-        them all: a job keeps its entry while its start is the same (the rest of it never changes)."""
+        """Every launched job still on the cluster, with its start, what its tasks hold now (an elastic
+        job's placed tasks only) and its walltime end (its latest task start's). Each report lists them
+        all: a job keeps its entry while none of its tasks changed."""
         known, self._running = self._running, {}
         out = []
         for job in self.jobs.values():
             if not job.launched or job.state.terminal:
                 continue
-            started = job.started_at
             seen = known.get(job.job_id)
-            entry = seen[1] if seen is not None and seen[0] is job and seen[1].started_at == started else None
+            entry = seen[2] if seen is not None and seen[0] is job and seen[1] == job.version else None
             if entry is None:
                 walltime = job.spec.walltime if job.spec is not None else None
+                last = max((t.started_at for t in job.tasks.values() if t.started_at is not None), default=None)
                 entry = RunningJob(
                     job_id=job.job_id,
                     epoch=job.epoch,
                     resources=job.resources(),
-                    started_at=started,
-                    expected_end=None if started is None or walltime is None else started + walltime,
+                    started_at=job.started_at,
+                    expected_end=None if last is None or walltime is None else last + walltime,
                 )
-            self._running[job.job_id] = (job, entry)
+            self._running[job.job_id] = (job, job.version, entry)
             out.append(entry)
         return out

@@ -381,9 +381,9 @@ class FederationState:
         """Whether a global cycle now could dispatch, evict or find a job Unschedulable.
 
         False only when that is certain, so a caller that plans on every change (the simulator) may
-        skip the cycle: a job is placed whole on one cluster, so it needs its whole request idle on
-        one schedulable cluster; reclaim needs a preemptible job on a cluster; and a job no cluster
-        could ever hold is to be marked. O(pending jobs), stopping at the first that could act."""
+        skip the cycle: a job is placed whole on one cluster, so it needs its whole request (an elastic
+        job: its gang's) idle on one schedulable cluster; reclaim needs a preemptible job on a cluster;
+        and a job no cluster could ever hold is to be marked. O(pending jobs), stopping at the first that could act."""
         self.release(now)
         if self._preemptible_held:
             return True
@@ -392,7 +392,9 @@ class FederationState:
             if not (view.cordoned or view.lost(now, lost_after)):
                 room = res.maximum(room, self._room(view).idle)
         for info in self.pending.jobs():
-            if res.fits(self._total(info), room) or self.never_fits(info) is not None:
+            # An elastic job is placed by its gang only (``Placer._place_whole``): that is what must fit.
+            need = info.min_request() if info.gang_size < len(info.tasks) else self._total(info)
+            if res.fits(need, room) or self.never_fits(info) is not None:
                 return True
         return False
 

@@ -463,7 +463,8 @@ class Engine:
     # ---- output ------------------------------------------------------------------------------
 
     def _result(self) -> SimulationResult:
-        return result_of(self.scenario, [self.jobs[job_id] for job_id in self.ids], self.stats)
+        runs = {name: member.backend.ended for name, member in self.members.items()}
+        return result_of(self.scenario, [self.jobs[job_id] for job_id in self.ids], self.stats, runs)
 
 
 def simulate(

@@ -8,8 +8,9 @@ does behind ``fedq agent run``; the simulator only carries the report and the re
 from __future__ import annotations
 
 from federation.models.cluster import Assignment, Cancellation, ClusterReport, ClusterState, ReportReply, StatusUpdate
+from federation.simulator.records import RunKey
 from member_agent.agent import Agent
-from member_agent.backends.base import NodeView
+from member_agent.backends.base import NodeView, TaskReport
 from member_agent.backends.simulated import SimulatedBackend
 from member_agent.capacity import ShapeSummary
 from member_agent.local_scheduler import LocalScheduler
@@ -20,13 +21,35 @@ def _report(updates: list[StatusUpdate]) -> ClusterReport:
     return ClusterReport.model_construct(nodes=[], running=[], updates=updates, known=None)
 
 
+class RecordingBackend(SimulatedBackend):
+    """The simulated backend, keeping each task run's start, end and final phase as ``poll`` hands them
+    out (tasks.csv). Runs of one job that started and ended together share an entry, their indexes as
+    ranges, so a trace's gangs of hundreds of tasks cost an entry each, not one per task."""
+
+    def __init__(self, nodes: list[NodeView], clock: ManualClock) -> None:
+        super().__init__(nodes, clock)
+        self.ended: dict[RunKey, list[list[int]]] = {}  # [first, last] index ranges, in the order they ended
+
+    def poll(self) -> list[TaskReport]:
+        events = super().poll()
+        for s in events:
+            if s.phase.terminal:
+                key = (s.job_id, s.epoch, s.task_name, s.started_at, s.finished_at, s.phase.value)
+                ranges = self.ended.setdefault(key, [])
+                if ranges and ranges[-1][1] + 1 == s.index:
+                    ranges[-1][1] = s.index
+                else:
+                    ranges.append([s.index, s.index])
+        return events
+
+
 class Member:
     def __init__(
         self, name: str, labels: dict[str, str], nodes: list[NodeView], clock: ManualClock, scheduler: LocalScheduler
     ) -> None:
         self.name = name
         self.labels = labels
-        self.backend = SimulatedBackend(nodes, clock)
+        self.backend = RecordingBackend(nodes, clock)
         self.agent = Agent(None, name, self.backend, scheduler, clock)
         self.assignments: list[Assignment] = []
         self.cancellations: list[Cancellation] = []

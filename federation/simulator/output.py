@@ -1,4 +1,5 @@
-"""jobs.csv and metrics.json: the files scripts compare across runs, so identical inputs give identical bytes.
+"""jobs.csv, events.csv, tasks.csv and metrics.json: the files scripts compare across runs, so identical
+inputs give identical bytes.
 
 Times are seconds from the scenario start, written with exactly three decimals (milliseconds); JSON
 floats are rounded to six decimals; rows and keys come in a fixed order.
@@ -13,10 +14,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from federation.lifecycle import JobEvent
-from federation.simulator.records import JobOutcome
+from federation.simulator.records import JobOutcome, TaskOutcome
 
 JOBS_CSV_HEADER = ("id", "tenant", "queue", "cluster", "submit", "start", "end", "wait", "state", "resources")
 EVENTS_CSV_HEADER = ("id", "time", "from", "to", "reason", "cluster", "epoch")
+TASKS_CSV_HEADER = ("id", "epoch", "cluster", "task", "indexes", "tasks", "start", "end", "state")
 JSON_DECIMALS = 6
 
 
@@ -56,6 +58,19 @@ def write_events_csv(events: Mapping[str, Sequence[JobEvent]], path: str | Path)
             for e in history:
                 source = e.source.value if e.source is not None else ""
                 writer.writerow((job_id, format_seconds(e.time), source, e.target.value, e.reason, e.cluster, e.epoch))
+
+
+def write_tasks_csv(tasks: Iterable[TaskOutcome], path: str | Path) -> None:
+    """Task runs, one row per set of a job's tasks that started and ended together, in the order given
+    (jobs in file order, then epoch, start, end): an elastic job's tasks beyond its gang start as room
+    allows, so its split shows here. ``indexes``: ``0-9;12`` (ranges joined by ``;``), ``tasks`` their count."""
+    with Path(path).open("w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(TASKS_CSV_HEADER)
+        for t in tasks:
+            indexes = ";".join(str(a) if a == b else f"{a}-{b}" for a, b in t.indexes)
+            start, end = format_seconds(t.start), format_seconds(t.end)
+            writer.writerow((t.id, t.epoch, t.cluster, t.task, indexes, t.count, start, end, t.state))
 
 
 def write_metrics_json(metrics: Mapping[str, object], path: str | Path) -> None:

@@ -6,12 +6,16 @@ of the job's tasks), so metrics never need the scheduler's models to know what a
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
 from federation.lifecycle import JobEvent
 from federation.models import JobRecord
 from federation.simulator.scenario import Scenario, SimJob
+
+RunKey = tuple[str, int, str, float | None, float | None, str]
+"""Task runs that went together: (job id, epoch, task name, start, end, final phase)."""
 
 STATES: Final = ("Succeeded", "Failed", "Rejected", "Unschedulable", "Cancelled")
 # States whose jobs ran to their end (a Failed job may have been killed at its walltime): the
@@ -59,6 +63,26 @@ class JobOutcome:
         return self.state in COMPLETED_STATES and self.runtime is not None
 
 
+@dataclass(frozen=True, slots=True)
+class TaskOutcome:
+    """Runs of a job's tasks that started and ended together (tasks.csv): an elastic job's tasks beyond
+    its gang start as room allows, so its runs show its split. ``indexes``: the tasks' indexes as
+    sorted ranges (first, last)."""
+
+    id: str  # the job's scenario id
+    epoch: int
+    cluster: str
+    task: str
+    indexes: tuple[tuple[int, int], ...]
+    start: float | None
+    end: float | None
+    state: str  # the tasks' final phase: Succeeded, Failed or Killed
+
+    @property
+    def count(self) -> int:
+        return sum(last - first + 1 for first, last in self.indexes)
+
+
 @dataclass
 class EngineStats:
     event_times: int = 0
@@ -78,6 +102,7 @@ class SimulationResult:
     reasons: dict[str, str] = field(default_factory=dict)  # job id -> why it was Rejected/Unschedulable/Failed
     stats: EngineStats = field(default_factory=EngineStats)
     events: dict[str, list[JobEvent]] = field(default_factory=dict)  # job id -> its history, as the store keeps it
+    tasks: list[TaskOutcome] = field(default_factory=list)  # every task run that ended, jobs in file order
 
 
 @dataclass(slots=True)
@@ -95,8 +120,14 @@ class JobProgress:
     reason: str = ""
 
 
-def result_of(scenario: Scenario, jobs: list[JobProgress], stats: EngineStats) -> SimulationResult:
-    """The run's outcome, job by job in file order (``jobs`` in the scenario's order)."""
+def result_of(
+    scenario: Scenario,
+    jobs: list[JobProgress],
+    stats: EngineStats,
+    runs: Mapping[str, Mapping[RunKey, Sequence[Sequence[int]]]] | None = None,
+) -> SimulationResult:
+    """The run's outcome, job by job in file order (``jobs`` in the scenario's order); ``runs``: each
+    cluster's ended task runs (``RecordingBackend.ended``, under the engine's job ids)."""
     out: list[JobOutcome] = []
     reasons: dict[str, str] = {}
     events: dict[str, list[JobEvent]] = {}
@@ -115,4 +146,34 @@ def result_of(scenario: Scenario, jobs: list[JobProgress], stats: EngineStats) -
         for node in cluster.nodes:
             for name, amount in node.allocatable.items():
                 capacity[name] = capacity.get(name, 0.0) + amount
-    return SimulationResult(out, capacity, reasons, stats, events)
+    return SimulationResult(out, capacity, reasons, stats, events, task_outcomes(scenario, jobs, runs or {}))
+
+
+def task_outcomes(
+    scenario: Scenario, jobs: list[JobProgress], runs: Mapping[str, Mapping[RunKey, Sequence[Sequence[int]]]]
+) -> list[TaskOutcome]:
+    """Every ended task run, by job in file order, then epoch, start, end, task name and first index."""
+    order = {job.record.id: (n, sim.id) for n, (sim, job) in enumerate(zip(scenario.jobs, jobs, strict=True))}
+    found = []
+    for cluster, ended in runs.items():
+        for (job_id, epoch, task, start, end, state), ranges in ended.items():
+            known = order.get(job_id)
+            if known is None:
+                continue
+            indexes = _merged(ranges)
+            outcome = TaskOutcome(known[1], epoch, cluster, task, indexes, start, end, state)
+            sort_key = (known[0], epoch, start or 0.0, end or 0.0, task, indexes[0][0])
+            found.append((sort_key, outcome))
+    found.sort(key=lambda item: item[0])
+    return [outcome for _, outcome in found]
+
+
+def _merged(ranges: Sequence[Sequence[int]]) -> tuple[tuple[int, int], ...]:
+    """Index ranges sorted, touching ones joined."""
+    out: list[tuple[int, int]] = []
+    for first, last in sorted((r[0], r[1]) for r in ranges):
+        if out and first <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], last))
+        else:
+            out.append((first, last))
+    return tuple(out)

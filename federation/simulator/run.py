@@ -1,4 +1,5 @@
-"""One simulation end to end: run a scenario, then write jobs.csv, metrics.json and (optionally) the plots."""
+"""One simulation end to end: run a scenario, then write jobs.csv, events.csv, tasks.csv, metrics.json and
+(optionally) the plots."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ from federation.simulator.choices import POLICIES
 from federation.simulator.engine import Progress, simulate
 from federation.simulator.entitlement import fair_shares
 from federation.simulator.metrics import Metrics, compute_metrics
-from federation.simulator.output import write_events_csv, write_jobs_csv, write_metrics_json
+from federation.simulator.output import write_events_csv, write_jobs_csv, write_metrics_json, write_tasks_csv
 from federation.simulator.records import SimulationResult
 from federation.simulator.scenario import Scenario
 
 JOBS_CSV = "jobs.csv"
 METRICS_JSON = "metrics.json"
 EVENTS_CSV = "events.csv"
+TASKS_CSV = "tasks.csv"
 PLOTS = ("utilization.png", "tenant_shares.png", "waits.png")
 
 
@@ -48,9 +50,10 @@ def run_scenario(
     result = simulate(scenario, progress=progress)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    files = [out / JOBS_CSV, out / METRICS_JSON, out / EVENTS_CSV]
+    files = [out / JOBS_CSV, out / METRICS_JSON, out / EVENTS_CSV, out / TASKS_CSV]
     write_jobs_csv(result.records, files[0])
     write_events_csv(result.events, files[2])
+    write_tasks_csv(result.tasks, files[3])
     shares = fair_shares(
         QueueTree(scenario.queues), ((r.tenant, r.queue) for r in result.records if r.state != "Rejected")
     )

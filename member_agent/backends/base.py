@@ -6,7 +6,7 @@ the simulated backend in-line on a virtual clock. The agent calls backends from 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -127,11 +127,16 @@ class Backend(Protocol):
         ...
 
     def launch(self, gang: Sequence[TaskLaunch]) -> None:
-        """Start every task of ``gang`` on its node, or none: raise ``LaunchError`` after cleaning up."""
+        """Start every task of ``gang`` on its node, or none: raise ``LaunchError`` after cleaning up.
+        A later call may start more tasks of a job already running (same epoch, other tasks): an
+        elastic job's tasks beyond its gang, launched as room allows."""
         ...
 
-    def kill(self, job_id: str, epoch: int | None = None, reason: str = "cancelled") -> None:
-        """Stop a job's tasks (all epochs when ``epoch`` is None); their final status is KILLED."""
+    def kill(
+        self, job_id: str, epoch: int | None = None, reason: str = "cancelled", tasks: Collection[str] | None = None
+    ) -> None:
+        """Stop a job's tasks (all epochs when ``epoch`` is None; only the task ids ``tasks`` when given,
+        the rest running on); their final status is KILLED."""
         ...
 
     def poll(self) -> list[TaskReport]:

@@ -15,7 +15,7 @@ import importlib
 import multiprocessing
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import Any
@@ -73,8 +73,13 @@ class BackendProcess:
         self._call("launch", list(gang))
         self._note([TaskReport(g.job_id, g.task_name, g.index, g.epoch, TaskPhase.PENDING, g.node) for g in gang])
 
-    def kill(self, job_id: str, epoch: int | None = None, reason: str = "cancelled") -> None:
-        self._call("kill", job_id, epoch, reason, default=None)
+    def kill(
+        self, job_id: str, epoch: int | None = None, reason: str = "cancelled", tasks: Collection[str] | None = None
+    ) -> None:
+        if tasks is None:
+            self._call("kill", job_id, epoch, reason, default=None)
+        else:
+            self._call("kill", job_id, epoch, reason, sorted(tasks), default=None)
 
     def poll(self) -> list[TaskReport]:
         events: list[TaskReport] = self._call("poll", default=[])

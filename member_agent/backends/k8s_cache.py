@@ -9,7 +9,7 @@ a launch cannot give the same resources away twice.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -210,8 +210,12 @@ class ClusterCache:
                 if name in possible and not already_gone:
                     self._rolled_back.add(name)
 
-    def kill_targets(self, job_id: str, epoch: int | None, reason: str) -> list[tuple[str, str]]:
-        """(name, uid) of the job's pods to delete; records why, so their end reports that reason."""
+    def kill_targets(
+        self, job_id: str, epoch: int | None, reason: str, tasks: Collection[str] | None = None
+    ) -> list[tuple[str, str]]:
+        """(name, uid) of the job's pods to delete (only those of the task ids ``tasks`` when given);
+        records why, so their end reports that reason."""
+        chosen = None if tasks is None else set(tasks)
         with self._changed:
             candidates: dict[str, tuple[str, TaskReport, bool]] = {
                 name: (a.pod.uid, a.pod.status, False) for name, a in self._assumed.items()
@@ -222,6 +226,8 @@ class ClusterCache:
             targets = []
             for name, (uid, status, deleting) in candidates.items():
                 if status.job_id != job_id or (epoch is not None and status.epoch != epoch):
+                    continue
+                if chosen is not None and status.task_id not in chosen:
                     continue
                 if self._tracker.kill_requested(name, reason) and not deleting:
                     targets.append((name, uid))

@@ -11,7 +11,7 @@ KILLED with reason "walltime".
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -168,9 +168,11 @@ class KubernetesBackend:
             self._pod_logs.follow(name_of(pod), task)
         log.info("gang bound", job_id=gang[0].job_id, epoch=gang[0].epoch, pods=names)
 
-    def kill(self, job_id: str, epoch: int | None = None, reason: str = "cancelled") -> None:
+    def kill(
+        self, job_id: str, epoch: int | None = None, reason: str = "cancelled", tasks: Collection[str] | None = None
+    ) -> None:
         failures = []
-        for name, uid in self._cache.kill_targets(job_id, epoch, reason):
+        for name, uid in self._cache.kill_targets(job_id, epoch, reason, tasks):
             try:
                 self._delete(name, uid, self.settings.kill_grace_seconds)
             except API_ERRORS as exc:

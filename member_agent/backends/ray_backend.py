@@ -19,7 +19,7 @@ Not thread-safe: the agent calls it from one worker thread.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -163,13 +163,17 @@ class RayBackend:
         for handle, state in zip(handles, states, strict=True):
             self._events.append(self._track(handle, state))
 
-    def kill(self, job_id: str, epoch: int | None = None, reason: str = "cancelled") -> None:
+    def kill(
+        self, job_id: str, epoch: int | None = None, reason: str = "cancelled", tasks: Collection[str] | None = None
+    ) -> None:
         self._adopt()
+        chosen = None if tasks is None else set(tasks)
         names = [
             name
             for name, run in self._runs.items()
             if run.status.job_id == job_id
             and (epoch is None or run.status.epoch == epoch)
+            and (chosen is None or run.status.task_id in chosen)
             and not run.status.phase.terminal
         ]
         stops = {name: self._runs[name].handle.stop.remote(reason) for name in names}

@@ -10,7 +10,7 @@ forgets the run (as the Ray backend does), so memory follows the running tasks, 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from federation.models.resources import parse_resources
@@ -165,13 +165,16 @@ class SimulatedBackend:
         for launch in gang:
             self._start(launch, now)
 
-    def kill(self, job_id: str, epoch: int | None = None, reason: str = "cancelled") -> None:
+    def kill(
+        self, job_id: str, epoch: int | None = None, reason: str = "cancelled", tasks: Collection[str] | None = None
+    ) -> None:
         self.advance()
         keys = self._active_by_job.get(job_id)
         if not keys:
             return
         now = self._clock.now()
-        for key in [k for k in keys if epoch is None or k[1] == epoch]:
+        chosen = None if tasks is None else set(tasks)
+        for key in [k for k in keys if (epoch is None or k[1] == epoch) and (chosen is None or k[0] in chosen)]:
             self._finish(self._runs[key], TaskPhase.KILLED, now, reason=reason)
 
     def poll(self) -> list[TaskReport]:

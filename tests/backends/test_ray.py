@@ -233,6 +233,27 @@ def test_kill_stops_the_whole_process_group(backend: RayBackend, node: NodeView,
     assert backend.tasks() == []
 
 
+def test_an_elastic_jobs_later_tasks_start_in_a_group_of_their_own_and_can_be_killed_alone(
+    backend: RayBackend, node: NodeView
+) -> None:
+    """An elastic job's gang starts first; a later launch of more of its tasks (same job and epoch, as
+    the agent places them when room allows) reserves a placement group of its own, so the gang's group
+    is never resized. A down-to-min shrink (``kill(tasks=...)``) stops only the tasks named."""
+    backend.launch([task(node, "elastic", ["sleep", "60"], index=0)])
+    backend.launch([task(node, "elastic", ["sleep", "60"], index=1)])
+    events = poll_until(backend, lambda ev: {e.index for e in ev if e.phase is TaskPhase.RUNNING} == {0, 1})
+    assert {e.job_id for e in events} == {"elastic"}
+    groups = [g for g in placement_group_table().values() if g["name"].startswith(PREFIX) and g["state"] != "REMOVED"]
+    assert sorted(g["name"] for g in groups) == [run_name("elastic", 1, "main", 0), run_name("elastic", 1, "main", 1)]
+    eventually(lambda: backend.nodes()[0].used.get("cpu") == 2.0, "both tasks hold their cpu")
+
+    backend.kill("elastic", 1, "preempted", tasks=["elastic/main-1"])
+    [killed] = [s for s in backend.poll() if s.phase.terminal]
+    assert (killed.index, killed.phase, killed.reason) == (1, TaskPhase.KILLED, "preempted")
+    assert [(s.index, s.phase) for s in backend.tasks()] == [(0, TaskPhase.RUNNING)]
+    eventually(lambda: backend.nodes()[0].used.get("cpu") == 1.0, "the killed task's group removed, its cpu freed")
+
+
 def test_walltime_kills_an_overrunning_task(backend: RayBackend, node: NodeView) -> None:
     backend.launch([task(node, "slow", ["sh", "-c", "echo started; exec sleep 60"], walltime=1.0)])
     done = poll_until(backend, terminal)[-1]

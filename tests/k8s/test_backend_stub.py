@@ -300,6 +300,33 @@ def test_kill_one_epoch(cluster: StubCluster, stub: StubApiServer) -> None:
     assert options["preconditions"]["uid"] == stub.pod(name_of(old))["metadata"]["uid"]
 
 
+def test_an_elastic_jobs_later_tasks_are_more_pods_of_the_run_and_a_shrink_deletes_only_those_named(
+    cluster: StubCluster, stub: StubApiServer
+) -> None:
+    """An elastic job's gang starts first; the tasks the agent places later (same job and epoch) are
+    launched as more pods, created and bound as a gang of their own. A down-to-min shrink
+    (``kill(tasks=...)``) deletes only the pods of the tasks named; the job's other pods run on."""
+    backend = cluster.make_backend()
+    job = new_job_id()
+    first, later = gang(job, ["node-a", "node-b"])
+    backend.launch([first])
+    backend.launch([later])
+    assert requests_of(stub, "POST", "/binding") == [
+        f"/api/v1/namespaces/fedq-jobs/pods/{name_of(t)}/binding" for t in (first, later)
+    ]
+    for task in (first, later):
+        stub.start_pod(name_of(task))
+    got = collect(backend, lambda got: len(phases(got, TaskPhase.RUNNING)) == 2, TIMEOUT)
+    assert {s.index for s in phases(got, TaskPhase.RUNNING)} == {0, 1}
+
+    backend.kill(job, 1, "preempted", tasks=[later.task_id])
+    assert stub.pod(name_of(later))["metadata"]["deletionTimestamp"]
+    assert "deletionTimestamp" not in stub.pod(name_of(first))["metadata"]
+    stub.finish_termination(name_of(later))
+    (killed,) = collect(backend, lambda got: bool(phases(got, TaskPhase.KILLED)), TIMEOUT)
+    assert (killed.index, killed.reason) == (1, "preempted")
+
+
 def test_kill_failure_is_raised_and_can_be_retried(cluster: StubCluster, stub: StubApiServer) -> None:
     backend = cluster.make_backend()
     (task,) = gang(new_job_id(), ["node-a"])

@@ -36,10 +36,17 @@ def _record(
     cluster: str = "",
     preemptible: bool = False,
     selector: dict[str, str] | None = None,
+    min_available: int | None = None,
 ) -> JobRecord:
     tasks = [TaskSpec(name=f"t{i}", resources={"cpu": c}) for i, c in enumerate(cpus)]
     spec = JobSpecBody.model_validate(
-        {"queue": queue, "tasks": tasks, "preemptible": preemptible, "clusterSelector": selector or {}}
+        {
+            "queue": queue,
+            "tasks": tasks,
+            "preemptible": preemptible,
+            "clusterSelector": selector or {},
+            "minAvailable": min_available,
+        }
     )
     on_cluster = state is JobState.RUNNING
     return JobRecord(
@@ -85,6 +92,15 @@ def test_idle_when_no_pending_job_fits_the_idle_capacity() -> None:
     state.set_report("x", NOW, ClusterReport(nodes=[freed]))
     assert state.may_act(NOW, LOST_AFTER)
     assert _plan(state).dispatches
+
+
+def test_an_elastic_job_whose_gang_fits_keeps_the_cycle() -> None:
+    # 3 cpus idle; the job has 6 tasks of 1 cpu but minAvailable 2: it is dispatched by its gang
+    # (Volcano's gang rule; the placer charges only the gang), so the cycle may act though all 6 never fit.
+    state = _federation({"x": [2.0, 1.0]})
+    state.upsert_job(_record("elastic", [1.0] * 6, min_available=2), 1, b"")
+    assert state.may_act(NOW, LOST_AFTER)
+    assert _plan(state).dispatches == [("elastic", "x")]
 
 
 def test_a_preemptible_borrower_keeps_the_cycle_for_reclaim() -> None:
