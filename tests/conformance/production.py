@@ -51,7 +51,8 @@ class Played:
         for sim_id, job_id in self.ids.items():
             record = await self.harness.job(job_id)
             start = "" if record.start_time is None else f"{record.start_time - self.t0:.3f}"
-            rows[sim_id] = {"queue": record.queue, "tenant": record.tenant, "start": start}
+            end = "" if record.end_time is None else f"{record.end_time - self.t0:.3f}"
+            rows[sim_id] = {"queue": record.queue, "tenant": record.tenant, "start": start, "end": end}
         return rows
 
     async def events(self) -> dict[str, list[JobEvent]]:

@@ -87,6 +87,47 @@ async def test_node_shaped_feasibility_on_the_production_scheduler(make_harness:
     assert "fits no matching cluster's nodes" in gang.reason
 
 
+# ---- 2. elastic jobs -------------------------------------------------------------------------------
+
+
+def elastic_case() -> dict[str, Any]:
+    """Ten one-cpu nodes. Volcano's rule: a job's gang is minAvailable (PodGroup minMember); it starts
+    when its gang fits, and its further tasks run as room allows, shared between jobs by DRF (allocate
+    pushes a ready job back into the DRF-ordered queue).
+    - E12, 12 tasks with minAvailable 2, starts at 0 with 10 tasks; its last 2 run 100-200: it ends at 200.
+    - A and B, 10 tasks each with minAvailable 2, come together at 200: both gangs fit, so both start at
+      200 side by side; the 6 cpus left are shared by DRF, 3 each (5 tasks each 200-300, 5 more 300-400):
+      both end at 400. Treated as rigid they ran one after the other (A 200-300, B 300-400), and E12
+      never started live.
+    """
+    return {
+        "clusters": [{"name": "c1", "nodes": [{"count": 10, "resources": {"cpu": 1}}]}],
+        "queues": [{"name": "batch", "tenants": ["alice", "bob"]}],
+        "jobs": [
+            _job("E12", 0, 100, 12, 1, minAvailable=2),
+            _job("A", 200, 100, 10, 1, minAvailable=2),
+            _job("B", 200, 100, 10, 1, minAvailable=2, tenant="bob"),
+        ],
+    }
+
+
+ELASTIC = {"E12": (0.0, 200.0), "A": (200.0, 400.0), "B": (200.0, 400.0)}
+
+
+def _spans(rows: Rows) -> dict[str, tuple[float, float]]:
+    return {job: (float(row["start"]), float(row["end"])) for job, row in rows.items()}
+
+
+def test_elastic_jobs_start_with_their_gang_and_share_the_rest(tmp_path: Path) -> None:
+    assert _spans(simulate(elastic_case(), tmp_path)) == ELASTIC
+
+
+@pytest.mark.etcd
+async def test_elastic_jobs_on_the_production_scheduler(make_harness: HarnessFactory) -> None:
+    played = await play(make_harness, elastic_case(), until=500)
+    assert _spans(await played.rows()) == ELASTIC
+
+
 # ---- 4. reclaim takes the cheapest victims -----------------------------------------------------------
 
 
