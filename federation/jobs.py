@@ -21,6 +21,7 @@ from federation import keys
 from federation.ids import new_job_id
 from federation.lifecycle import (
     Event,
+    JobEvent,
     Outcome,
     Requeued,
     RunStarted,
@@ -30,7 +31,7 @@ from federation.lifecycle import (
     submitted,
     transition,
 )
-from federation.models import JobManifest, JobRecord, JobState
+from federation.models import JobManifest, JobRecord, JobSpecBody, JobState
 from federation.store import Compare, Op, Store, count_many, put_many
 
 JOBS_PER_TXN = 64  # two ops per job (record + index) under etcd's default 128-op limit
@@ -60,25 +61,34 @@ def expand(manifest: JobManifest, tenant: str, now: float) -> list[JobRecord]:
     base_id = new_job_id(now)
     stored_spec = spec if spec.array is None else spec.model_copy(update={"array": None})
     history = [submitted(now)]
+    name, labels = manifest.metadata.name, manifest.metadata.labels
 
     def record(job_id: str, array_id: str = "", array_index: int | None = None) -> JobRecord:
-        return JobRecord(
-            id=job_id,
-            name=manifest.metadata.name,
-            tenant=tenant,
-            queue=spec.queue,
-            priority=spec.priority,
-            labels=manifest.metadata.labels,
-            spec=stored_spec,
-            array_id=array_id,
-            array_index=array_index,
-            submit_time=now,
-            events=list(history),
+        return job_record(
+            job_id, name, tenant, stored_spec, now, history, labels=labels, array_id=array_id, array_index=array_index
         )
 
     if spec.array is None:
         return [record(base_id)]
     return [record(f"{base_id}-{index}", base_id, index) for index in range(spec.array.count)]
+
+
+def job_record(
+    job_id: str, name: str, tenant: str, spec: JobSpecBody, now: float, history: list[JobEvent], **fields: Any
+) -> JobRecord:
+    """A new job's record as it enters the queue (``fedq simulate``'s jobs too): Pending since ``now``,
+    its history the lifecycle's ``submitted`` entry."""
+    return JobRecord(
+        id=job_id,
+        name=name,
+        tenant=tenant,
+        queue=spec.queue,
+        priority=spec.priority,
+        spec=spec,
+        submit_time=now,
+        events=list(history),
+        **fields,
+    )
 
 
 def _index_value(record: JobRecord, raw: bytes) -> bytes:
