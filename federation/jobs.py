@@ -19,8 +19,19 @@ import pydantic_core
 
 from federation import keys
 from federation.ids import new_job_id
-from federation.lifecycle import Assign, DropStopOrder, Event, Outcome, StopOrder, Unassign, submitted, transition
-from federation.models import JobManifest, JobRecord, JobState
+from federation.lifecycle import (
+    Event,
+    JobEvent,
+    Outcome,
+    Requeued,
+    RunStarted,
+    RunStopped,
+    StopOrder,
+    carry_out,
+    submitted,
+    transition,
+)
+from federation.models import JobManifest, JobRecord, JobSpecBody, JobState
 from federation.store import Compare, Op, Store, count_many, put_many
 
 JOBS_PER_TXN = 64  # two ops per job (record + index) under etcd's default 128-op limit
@@ -50,25 +61,34 @@ def expand(manifest: JobManifest, tenant: str, now: float) -> list[JobRecord]:
     base_id = new_job_id(now)
     stored_spec = spec if spec.array is None else spec.model_copy(update={"array": None})
     history = [submitted(now)]
+    name, labels = manifest.metadata.name, manifest.metadata.labels
 
     def record(job_id: str, array_id: str = "", array_index: int | None = None) -> JobRecord:
-        return JobRecord(
-            id=job_id,
-            name=manifest.metadata.name,
-            tenant=tenant,
-            queue=spec.queue,
-            priority=spec.priority,
-            labels=manifest.metadata.labels,
-            spec=stored_spec,
-            array_id=array_id,
-            array_index=array_index,
-            submit_time=now,
-            events=list(history),
+        return job_record(
+            job_id, name, tenant, stored_spec, now, history, labels=labels, array_id=array_id, array_index=array_index
         )
 
     if spec.array is None:
         return [record(base_id)]
     return [record(f"{base_id}-{index}", base_id, index) for index in range(spec.array.count)]
+
+
+def job_record(
+    job_id: str, name: str, tenant: str, spec: JobSpecBody, now: float, history: list[JobEvent], **fields: Any
+) -> JobRecord:
+    """A new job's record as it enters the queue (``fedq simulate``'s jobs too): Pending since ``now``,
+    its history the lifecycle's ``submitted`` entry."""
+    return JobRecord(
+        id=job_id,
+        name=name,
+        tenant=tenant,
+        queue=spec.queue,
+        priority=spec.priority,
+        spec=spec,
+        submit_time=now,
+        events=list(history),
+        **fields,
+    )
 
 
 def _index_value(record: JobRecord, raw: bytes) -> bytes:
@@ -101,21 +121,41 @@ class Change:
         return self.ops[0].value
 
 
+class _Keys:
+    """A ``Carrier`` that writes the orders for an agent as keys of the job's txn, which the report
+    handler reads into the cluster's reply. Usage is counted from the landed record by the same rule
+    that made the effect (``lifecycle.usage``, so it can be replayed from the store's history), and a
+    requeued job reaches the scheduler through its watch: neither is a key."""
+
+    def __init__(self, ops: list[Op]) -> None:
+        self.ops = ops
+
+    def assign(self, cluster: str, record: JobRecord) -> None:
+        self.ops.append(Op.put(keys.assignment(cluster, record.id), b""))
+
+    def unassign(self, cluster: str, record: JobRecord) -> None:
+        self.ops.append(Op.delete(keys.assignment(cluster, record.id)))
+
+    def stop(self, cluster: str, record: JobRecord, order: StopOrder) -> None:
+        body = {"epoch": order.epoch, "reason": order.reason, "requeue": order.requeue}
+        self.ops.append(Op.put(keys.cancel(cluster, record.id), json.dumps(body).encode()))
+
+    def drop_stop(self, cluster: str, record: JobRecord) -> None:
+        self.ops.append(Op.delete(keys.cancel(cluster, record.id)))
+
+    def usage(self, change: RunStarted | RunStopped) -> None:
+        pass
+
+    def requeued(self, record: JobRecord, effect: Requeued) -> None:
+        pass
+
+
 def change_of(stored: StoredJob, outcome: Outcome) -> Change:
     """The CAS change that carries a lifecycle outcome out: the new record, its index entry (moved
     when its state or queue moved) and the keys its effects name, guarded by the record's revision."""
     old, new = stored.record, outcome.record
     ops = write_ops(new)
-    for effect in outcome.effects:
-        if isinstance(effect, Assign):
-            ops.append(Op.put(keys.assignment(effect.cluster, new.id), b""))
-        elif isinstance(effect, Unassign):
-            ops.append(Op.delete(keys.assignment(effect.cluster, new.id)))
-        elif isinstance(effect, StopOrder):
-            body = {"epoch": effect.epoch, "reason": effect.reason, "requeue": effect.requeue}
-            ops.append(Op.put(keys.cancel(effect.cluster, new.id), json.dumps(body).encode()))
-        elif isinstance(effect, DropStopOrder):
-            ops.append(Op.delete(keys.cancel(effect.cluster, new.id)))
+    carry_out(outcome, _Keys(ops))
     if (old.state, old.queue) != (new.state, new.queue):
         ops.append(Op.delete(keys.job_index(old.state.value, old.queue, old.id)))
     return Change(new, Compare.mod_revision(keys.job(old.id), "==", stored.revision), ops)

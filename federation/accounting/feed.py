@@ -29,6 +29,14 @@ from policies.clock import Clock
 log = structlog.get_logger("fedq.accounting")
 
 
+def count(accountant: Accountant, change: RunStarted | RunStopped | None) -> None:
+    """A run's start or stop into the accounting (the simulator's runs too)."""
+    if isinstance(change, RunStarted):
+        accountant.start(change.job_id, change.tenant, change.queue, change.cluster, change.resources, change.at)
+    elif isinstance(change, RunStopped):
+        accountant.stop(change.job_id, change.at)
+
+
 class UsageFeed:
     def __init__(self, accountant: Accountant, store: Store, clock: Clock, mark: Callable[[], Awaitable[int]]) -> None:
         self.accountant = accountant
@@ -43,12 +51,7 @@ class UsageFeed:
             self.apply(usage(record))
 
     def apply(self, change: RunStarted | RunStopped | None) -> None:
-        if isinstance(change, RunStarted):
-            self.accountant.start(
-                change.job_id, change.tenant, change.queue, change.cluster, change.resources, change.at
-            )
-        elif isinstance(change, RunStopped):
-            self.accountant.stop(change.job_id, change.at)
+        count(self.accountant, change)
 
     async def replay(self, after: int | None, target: Callable[[], int]) -> bool:
         """Count the job changes after revision ``after`` as the leader counts them live, read in order

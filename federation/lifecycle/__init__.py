@@ -1,5 +1,6 @@
 """A job's life in one place: its states, the legal moves between them and what each move sets off."""
 
+from federation.lifecycle.carry import Carrier, carry_out
 from federation.lifecycle.events import (
     AgentUpdate,
     Assign,
@@ -44,6 +45,7 @@ __all__ = [
     "AgentUpdate",
     "Assign",
     "Cancel",
+    "Carrier",
     "ClusterLost",
     "DependencyUnmet",
     "Dispatch",
@@ -68,6 +70,7 @@ __all__ = [
     "StopOrder",
     "Unassign",
     "Update",
+    "carry_out",
     "dispatched_at",
     "submitted",
     "transition",

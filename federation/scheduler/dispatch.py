@@ -56,6 +56,28 @@ class Committer:
             self.state.upsert_job(change.record, revision, change.raw)
 
 
+class StorePort:
+    """The scheduling turn's port in production (``federation.scheduler.turn``): each event becomes
+    its job's CAS change, committed under the leader's fence; ``landed`` hears of each record that
+    landed (the accounting: the watch skips our own commits)."""
+
+    def __init__(self, committer: Committer, landed: Callable[[JobRecord], None]) -> None:
+        self.committer = committer
+        self.landed = landed
+
+    async def commit(self, events: Sequence[tuple[str, Event]], now: float) -> list[JobRecord]:
+        entries = self.committer.state.entries
+        changes = [
+            change
+            for job_id, event in events
+            if (entry := entries.get(job_id)) is not None and (change := change_for(entry, event, now)) is not None
+        ]
+        landed = [change.record for change in await self.committer.commit(changes)] if changes else []
+        for record in landed:
+            self.landed(record)
+        return landed
+
+
 def change_for(entry: Entry, event: Event, now: float) -> Change | None:
     """The scheduler's side of the lifecycle: the CAS change one event makes to a job it holds (None
     when the event changes nothing, or cannot happen to the job any more)."""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 if TYPE_CHECKING:
-    from federation.jobs import Change
+    from federation.models import JobRecord
     from federation.scheduler.cycle import CyclePlan
     from federation.scheduler.state import FederationState
 
@@ -68,17 +68,17 @@ class SchedulerMetrics:
         state: FederationState,
         now: float,
         seconds: float,
-        dispatched: list[Change],
-        evicted: list[Change],
+        dispatched: list[JobRecord],
+        evicted: list[JobRecord],
         removed: int,
         compacted: bool,
     ) -> None:
         """One leader cycle: its times, what it started and stopped, the queue and the reports' ages."""
         self.cycle_seconds.observe(seconds)
         self.plan_seconds.observe(plan.seconds)
-        for cluster, count in Tally(change.record.cluster for change in dispatched).items():
+        for cluster, count in Tally(record.cluster for record in dispatched).items():
             self.dispatched.labels(cluster=cluster).inc(count)
-        for cluster, count in Tally(change.record.cluster for change in evicted).items():
+        for cluster, count in Tally(record.cluster for record in evicted).items():
             self.evicted.labels(cluster=cluster).inc(count)
         self.pending.set(len(state.pending))
         self.reservations.set(len(plan.reservations))

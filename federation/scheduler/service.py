@@ -3,18 +3,15 @@
 Every replica loads the store once (one snapshot), then follows a watch from the snapshot's
 revision, so every change is applied incrementally and none is missed. Only the leader schedules;
 the others stand by with the state warm, so a takeover costs the lease's expiry, not a reload of
-every job. Each cycle the leader requeues jobs of lost clusters and those a cluster took but did not
-admit within ``cluster.admitWithin``, plans, and commits dispatches,
-reservations, Unschedulable marks and reclaim requests, publishes what ``fedq explain`` needs
-under ``status/scheduler``, and keeps the store bounded (``upkeep``).
+every job. Each cycle the leader takes its turn (``federation.scheduler.turn``: requeues, dependencies
+never met, the plan's dispatches, marks and evictions) through a port that commits to the store,
+publishes what ``fedq explain`` needs under ``status/scheduler``, and keeps the store bounded (``upkeep``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import deque
-from collections.abc import Sequence
 from time import perf_counter
 from typing import Any
 
@@ -26,19 +23,17 @@ from federation.accounting import Accountant
 from federation.accounting.feed import UsageFeed
 from federation.collector import keep_long_lived
 from federation.config import FederationConfig
-from federation.jobs import Change
 from federation.leader import LeaderElection
-from federation.lifecycle import ClusterLost, DependencyUnmet, Dispatch, Event, NotAdmitted, Reclaim, usage
+from federation.lifecycle import usage
 from federation.models import JobRecord, QueueTree, QueueTreeConfig
 from federation.models.cluster import ClusterRecord, LatestReport
 from federation.reports.source import queue_half_lives
-from federation.scheduler.conf import global_conf
-from federation.scheduler.cycle import CyclePlan, GlobalScheduler
-from federation.scheduler.dispatch import Committer, Deposed, change_for
-from federation.scheduler.marks import marks
+from federation.scheduler.cycle import CyclePlan
+from federation.scheduler.dispatch import Committer, Deposed, StorePort
 from federation.scheduler.metrics import SchedulerMetrics
 from federation.scheduler.state import FederationState
 from federation.scheduler.status import status_of
+from federation.scheduler.turn import Turn
 from federation.scheduler.upkeep import StoreUpkeep
 from federation.store import CompactedError, KeyValue, Store, StoreError, WatchEvent
 from policies.clock import Clock
@@ -68,19 +63,19 @@ class SchedulerService:
         self.config = config
         self.clock = clock
         self.election = LeaderElection(store, ttl=leader_ttl, identity=identity)
-        self.scheduler = GlobalScheduler(config, clock)
         self.metrics = metrics if metrics is not None else SchedulerMetrics()
         self.upkeep = StoreUpkeep(store, config.store, clock, self.metrics.defragmentations.inc)
         self.state: FederationState | None = None
         self.committer: Committer | None = None
+        self.port: StorePort | None = None
         self.accountant = Accountant(clock, config.fairshare.half_life, config.fairshare.usage_weights)
+        self.turn = Turn(config, clock, self.accountant)
         self.save_every = config.accounting_save_every if save_every is None else save_every
         self._saved_at = float("-inf")
         self.leading = False  # took over as leader: the accountant holds this leadership's usage
         self.feed = UsageFeed(self.accountant, store, clock, self._mark)
         self._watch: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
-        self._evictions: deque[float] = deque()
         self._published = b""
         self.applied_revision = 0
         self._syncs: list[tuple[int, asyncio.Future[None]]] = []  # (revision, waiter) for sync()
@@ -114,6 +109,7 @@ class SchedulerService:
         self.state = state
         self.applied_revision = snapshot.revision
         self.committer = Committer(self.store, state, self._fence)
+        self.port = StorePort(self.committer, lambda record: self.feed.apply(usage(record)))
         self._watch = asyncio.create_task(self._follow(snapshot.revision + 1))
         self._release_syncs()  # a reload after a dead watch holds every write up to its snapshot
         log.info("scheduler state loaded", jobs=len(state.entries), pending=len(state.pending))
@@ -308,18 +304,21 @@ class SchedulerService:
         await self.election.resign()
 
     async def cycle(self) -> CyclePlan:
-        assert self.state is not None and self.committer is not None and self.leading
+        assert self.state is not None and self.port is not None and self.leading
         started = perf_counter()
         now = self.clock.now()
-        await self._requeue_lost(now)
-        await self._requeue_not_admitted(now)
-        await self._unmet_dependencies(now)
-        plan = self.scheduler.plan(self.state, self.accountant.usage(now), self._conf(now))
-        dispatches = self._changes([(job_id, Dispatch(cluster)) for job_id, cluster in plan.dispatches], now)
-        evictions = self._changes([(job_id, Reclaim(reason)) for job_id, _cluster, reason in plan.evictions], now)
-        self._evictions.extend(now for _ in evictions)
-        marked = self._changes(marks(plan, self.state), now)
-        landed = {id(change) for change in await self._commit([*dispatches, *marked, *evictions])}
+        turn = await self.turn.run(self.state, self.port, now)
+        plan = turn.plan
+        assert plan is not None  # the service's turn always plans
+        for name, lost in turn.lost.items():
+            self.metrics.requeued.labels(cluster=name).inc(len(lost))
+            log.warning("requeued jobs of a lost cluster", cluster=name, jobs=len(lost))
+        for cluster, record in turn.not_admitted:
+            self.metrics.not_admitted.labels(cluster=cluster).inc()
+            log.warning("requeued a job its cluster did not admit", job_id=record.id, cluster=cluster)
+        if turn.unmet:
+            cancelled = self.config.jobs.kill_invalid_depend
+            log.info("jobs whose dependency can never be met", jobs=len(turn.unmet), cancelled=cancelled)
         if len(plan.dispatches) >= self.config.dispatch_per_cycle:
             self._wake.set()  # a deep backlog: the next cycle starts at once
         published = status_of(plan, self.state)
@@ -330,75 +329,6 @@ class SchedulerService:
             await self.accountant.save(self.store, self.applied_revision)
             self._saved_at = now
         removed, compacted = await self.upkeep.run(self.state)
-        self.metrics.observe_cycle(
-            plan,
-            self.state,
-            now,
-            perf_counter() - started,
-            [c for c in dispatches if id(c) in landed],
-            [c for c in evictions if id(c) in landed],
-            removed,
-            compacted,
-        )
+        seconds = perf_counter() - started
+        self.metrics.observe_cycle(plan, self.state, now, seconds, turn.dispatched, turn.evicted, removed, compacted)
         return plan
-
-    def _conf(self, now: float) -> Any:
-        """Reclaim's eviction budget is what is left of this minute's allowance."""
-        while self._evictions and now - self._evictions[0] > 60:
-            self._evictions.popleft()
-        budget = max(0, self.config.reclaim.max_per_minute - len(self._evictions))
-        return global_conf(self.config, reclaim_budget=budget)
-
-    def _changes(self, events: Sequence[tuple[str, Event]], now: float) -> list[Change]:
-        """The CAS changes of lifecycle events on jobs the state holds (those that still apply)."""
-        assert self.state is not None
-        changes = []
-        for job_id, event in events:
-            entry = self.state.entries.get(job_id)
-            change = change_for(entry, event, now) if entry is not None else None
-            if change is not None:
-                changes.append(change)
-        return changes
-
-    async def _requeue_lost(self, now: float) -> None:
-        assert self.state is not None
-        for name in self.state.lost_clusters(now, self.config.cluster.requeue_after):
-            changes = self._changes(
-                [(job_id, ClusterLost(name)) for job_id in list(self.state.clusters[name].jobs)], now
-            )
-            if changes:
-                landed = await self._commit(changes)
-                self.metrics.requeued.labels(cluster=name).inc(len(landed))
-                log.warning("requeued jobs of a lost cluster", cluster=name, jobs=len(landed))
-
-    async def _requeue_not_admitted(self, now: float) -> None:
-        """Jobs a cluster took but did not admit within ``cluster.admitWithin`` go back to the queue."""
-        assert self.state is not None
-        within = self.config.cluster.admit_within
-        late = self.state.not_admitted(now, within)
-        changes = self._changes([(job_id, NotAdmitted(cluster, within)) for job_id, cluster in late], now)
-        if changes:
-            took = dict(late)
-            for change in await self._commit(changes):
-                cluster = took[change.record.id]
-                self.metrics.not_admitted.labels(cluster=cluster).inc()
-                log.warning("requeued a job its cluster did not admit", job_id=change.record.id, cluster=cluster)
-
-    async def _unmet_dependencies(self, now: float) -> None:
-        """Jobs whose dependency can never be met: Cancelled with why (or, ``jobs.killInvalidDepend``
-        false, kept Pending saying so)."""
-        assert self.state is not None
-        cancel = self.config.jobs.kill_invalid_depend
-        unmet = self.state.dependencies.take_unmet()
-        changes = self._changes([(job_id, DependencyUnmet(why, cancel)) for job_id, why in unmet], now)
-        if changes:
-            landed = await self._commit(changes)
-            log.info("jobs whose dependency can never be met", jobs=len(landed), cancelled=cancel)
-
-    async def _commit(self, changes: list[Change]) -> list[Change]:
-        """Commit, and account for what landed (the watch skips our own commits)."""
-        assert self.committer is not None
-        landed = await self.committer.commit(changes)
-        for change in landed:
-            self.feed.apply(usage(change.record))
-        return landed

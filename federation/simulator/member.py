@@ -51,8 +51,11 @@ class Member:
         self.labels = labels
         self.backend = RecordingBackend(nodes, clock)
         self.agent = Agent(None, name, self.backend, scheduler, clock)
-        self.assignments: list[Assignment] = []
-        self.cancellations: list[Cancellation] = []
+        # The orders for the agent, as the report handler reads them from their keys: each stays until
+        # the job's lifecycle drops it (the agent's report that it took the job, or that the run ended).
+        self.assigned: dict[str, Assignment] = {}
+        self.stops: dict[str, Cancellation] = {}
+        self._new = 0  # orders put since the last reply
         self._sent = _report([])
         self._summary = ShapeSummary()
 
@@ -76,14 +79,34 @@ class Member:
             honours=self.agent.honours,
         )
 
-    def reply(self) -> None:
-        """Hand the agent the federation's reply to its last report: new assignments, cancellations."""
+    def assign(self, assignment: Assignment) -> None:
+        self.assigned[assignment.job_id] = assignment
+        self._new += 1
+
+    def stop(self, order: Cancellation) -> None:
+        self.stops[order.job_id] = order
+        self._new += 1
+
+    def unassign(self, job_id: str) -> None:
+        self.assigned.pop(job_id, None)
+
+    def drop_stop(self, job_id: str) -> None:
+        self.stops.pop(job_id, None)
+
+    def reply(self) -> int:
+        """Hand the agent the federation's reply to its last report: the outstanding assignments and stop
+        orders. Returns how many are new since the last reply: the agent acts on them at once (a kill
+        ends its run now), so the simulator takes another round at this instant to hear of it."""
         reply = ReportReply(
-            assignments=self.assignments, cancellations=self.cancellations, refused=[], state=ClusterState.READY
+            assignments=list(self.assigned.values()),
+            cancellations=list(self.stops.values()),
+            refused=[],
+            state=ClusterState.READY,
         )
-        self.assignments, self.cancellations = [], []
+        new, self._new = self._new, 0
         self.agent.handle_reply(self._sent, reply)
         self._sent = _report([])
+        return new
 
     def schedule(self) -> int | None:
         """The agent's local cycle if a job waits to be launched; returns the jobs launched (None: no cycle)."""

@@ -107,16 +107,13 @@ class SimulationResult:
 
 @dataclass(slots=True)
 class JobProgress:
-    """A submitted job in a run: its federation record (replaced at each lifecycle move) and its
-    outcome so far (``state`` is set once the job is done)."""
+    """A submitted job in a run: its federation record (replaced at each lifecycle move; its start, end
+    and cluster are the output's) and its outcome in the output (``state``, set once it is done)."""
 
     sim: SimJob
     record: JobRecord
     revision: int = 0
     state: str = ""
-    cluster: str = ""
-    start: float | None = None
-    end: float | None = None
     reason: str = ""
 
 
@@ -133,11 +130,10 @@ def result_of(
     events: dict[str, list[JobEvent]] = {}
     for sim, job in zip(scenario.jobs, jobs, strict=True):
         resources = sim.spec.total_resources()
-        out.append(
-            JobOutcome(
-                sim.id, sim.tenant, sim.spec.queue, sim.submit, job.state, resources, job.cluster, job.start, job.end
-            )
-        )
+        record = job.record
+        start = record.start_time  # its last run's: a requeue clears it
+        ran_on, end = (record.cluster, record.end_time) if start is not None else ("", None)
+        out.append(JobOutcome(sim.id, sim.tenant, sim.spec.queue, sim.submit, job.state, resources, ran_on, start, end))
         if job.reason:
             reasons[sim.id] = job.reason
         events[sim.id] = job.record.events

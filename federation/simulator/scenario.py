@@ -136,8 +136,10 @@ class JobEntry(JobSpecBody):
             min_available=self.min_available,
             preemptible=self.preemptible,
             cluster_selector=dict(self.cluster_selector),
+            placement=self.placement,
             tasks=tasks,
             array=None,
+            max_retries=self.max_retries,
         )
         return SimJob(self.id, self.tenant, self.submit, self.runtime, spec, list(self.depends_on), self.hold)
 

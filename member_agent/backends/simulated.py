@@ -23,6 +23,8 @@ _GROUP_KEYS = frozenset({"count", "resources", "labels", "namePrefix", "unschedu
 _CONFIG_KEYS = frozenset({"nodes", "defaultRuntime"})
 
 RunKey = tuple[str, int]  # (task id, epoch): one run of one task
+EXIT_CODE = "FEDQ_SIM_EXIT_CODE"
+"""A task env variable: a run whose value is a non-zero number fails with that exit code at its runtime's end."""
 SYNTHETIC = {"stdout": ("FEDQ_SIM_STDOUT_LINES", 2), "stderr": ("FEDQ_SIM_STDERR_LINES", 0)}
 """A run's synthetic output: per stream, the task env variable that says how many lines, and the default."""
 MAX_SYNTHETIC = 1_000_000
@@ -80,13 +82,15 @@ class _Node:
 
 
 class _Run:
-    __slots__ = ("launch", "status", "end", "over_walltime", "active", "printed")
+    __slots__ = ("launch", "status", "end", "over_walltime", "exit_code", "active", "printed")
 
     def __init__(self, launch: TaskLaunch, status: TaskReport, end: float, over_walltime: bool) -> None:
         self.launch = launch
         self.status = status
         self.end = end
         self.over_walltime = over_walltime
+        code = launch.env.get(EXIT_CODE, "0") if launch.env else "0"
+        self.exit_code = int(code) if code.isdigit() else 0
         self.active = True
         self.printed = {stream: 0 for stream in SYNTHETIC}  # lines handed out by ``logs``
 
@@ -215,6 +219,8 @@ class SimulatedBackend:
                 continue
             if run.over_walltime:
                 self._finish(run, TaskPhase.KILLED, end, reason="walltime")
+            elif run.exit_code:
+                self._finish(run, TaskPhase.FAILED, end, reason=f"exit code {run.exit_code}", exit_code=run.exit_code)
             else:
                 self._finish(run, TaskPhase.SUCCEEDED, end, exit_code=0)
 
