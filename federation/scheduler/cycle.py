@@ -25,6 +25,7 @@ class CyclePlan:
     queue_reasons: dict[str, Reason] = field(default_factory=dict)
     unschedulable: dict[str, str] = field(default_factory=dict)
     preempting: set[str] = field(default_factory=set)  # jobs whose room is being made by evictions
+    preempted: set[str] = field(default_factory=set)  # the evicted jobs that priority preemption took
     line: list[tuple[str, str]] = field(default_factory=list)  # (job, queue): who still waits, in the order taken up
     seconds: float = 0.0
     plugin_seconds: dict[str, float] = field(default_factory=dict)
@@ -52,6 +53,8 @@ class GlobalScheduler:
             if eviction.job not in evicted:
                 evicted.add(eviction.job)
                 plan.evictions.append((eviction.job, eviction.node, eviction.reason))
+                if eviction.action == "preempt":
+                    plan.preempted.add(eviction.job)
         # A job making room by preemption waits for its victims, not for a reservation's time.
         plan.preempting = {bind.job for bind in decisions.pipelined} - set(placed)
         plan.reservations = {r.job: r for r in decisions.reservations if r.job not in plan.preempting}

@@ -3,7 +3,7 @@
 In order: the jobs of clusters silent past ``cluster.requeueAfter`` go back to the queue, then those a
 cluster took but did not admit within ``cluster.admitWithin``; queued jobs whose dependency can never
 be met are Cancelled (or say so); then the global cycle plans (``GlobalScheduler.plan`` on the
-accountant's usage, reclaim held to what is left of its eviction budget) and the plan becomes
+accountant's usage, reclaim and preemption each held to what is left of its eviction budget) and the plan becomes
 lifecycle events: dispatches, marks, evictions. A new kind of eviction is one more event list in
 ``run`` and is counted in the same window. Each step lands its events through the ``Port`` before the
 next reads the state, since what it changed is what the next must see.
@@ -33,7 +33,7 @@ from federation.scheduler.state import FederationState
 from policies import SchedulerConf
 from policies.clock import Clock
 
-EVICTION_WINDOW = 60.0  # seconds over which reclaim.maxPerMinute counts evictions
+EVICTION_WINDOW = 60.0  # seconds over which reclaim's and preemption's maxPerMinute count evictions
 
 T = TypeVar("T")
 
@@ -72,7 +72,8 @@ class Turn:
         self.accountant = accountant
         self.scheduler = GlobalScheduler(config, clock)
         self.skip_idle = skip_idle
-        self._evictions: deque[float] = deque()  # when each eviction of the window landed
+        # When each eviction of the window landed, per budget: reclaim's and priority preemption's.
+        self._evictions: dict[str, deque[float]] = {"reclaim": deque(), "preempt": deque()}
 
     async def run(self, state: FederationState, port: Port, now: float, *, changed: bool = True) -> TurnResult:
         """One turn at ``now``; ``changed``: the state changed since the last plan other than by it."""
@@ -107,7 +108,8 @@ class Turn:
         sent, evicted = {job_id for job_id, _ in dispatches}, {job_id for job_id, _ in evictions}
         done.dispatched = [record for record in landed if record.id in sent]
         done.evicted = [record for record in landed if record.id in evicted]
-        self._evictions.extend(now for _ in done.evicted)
+        for record in done.evicted:
+            self._evictions["preempt" if record.id in plan.preempted else "reclaim"].append(now)
         return done
 
     def plan(self, state: FederationState, now: float) -> CyclePlan:
@@ -115,14 +117,19 @@ class Turn:
         return self.scheduler.plan(state, self.accountant.usage(now), self._conf(now))
 
     def _conf(self, now: float) -> SchedulerConf | None:
-        """Reclaim may evict only what is left of this window's allowance (None: all of it, the
-        scheduler's own conf)."""
-        while self._evictions and now - self._evictions[0] > EVICTION_WINDOW:
-            self._evictions.popleft()
-        if not self._evictions:
+        """Reclaim and preemption may each evict only what is left of this window's allowance (None:
+        all of it, the scheduler's own conf)."""
+        for window in self._evictions.values():
+            while window and now - window[0] > EVICTION_WINDOW:
+                window.popleft()
+        reclaimed, preempted = len(self._evictions["reclaim"]), len(self._evictions["preempt"])
+        if not reclaimed and not preempted:
             return None
-        budget = max(0, self.config.reclaim.max_per_minute - len(self._evictions))
-        return global_conf(self.config, reclaim_budget=budget)
+        return global_conf(
+            self.config,
+            reclaim_budget=max(0, self.config.reclaim.max_per_minute - reclaimed),
+            preempt_budget=max(0, self.config.preemption.max_per_minute - preempted),
+        )
 
     @staticmethod
     async def _land(port: Port, events: Sequence[tuple[str, Event]], now: float) -> list[JobRecord]:

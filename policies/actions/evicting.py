@@ -27,6 +27,7 @@ class Evictor:
         self.hook = hook
         self.reason = reason
         self.verb = verb  # what the waiting job's reason says it will do: "preempt", "reclaim from"
+        self.action = "preempt" if hook == "preemptable" else "reclaim"
         self.budget = budget
         self.used = 0
         self.by_node: dict[str, list[TaskInfo]] = {}
@@ -174,7 +175,7 @@ class Evictor:
                 if self.used + len(unit) > self.budget or self._protected(unit, owner, job):
                     continue
                 for v in unit:
-                    stmt.evict(v, owner, self.reason.format(job=job.id))
+                    stmt.evict(v, owner, self.reason.format(job=job.id), self.action)
                 self.used += len(unit)
                 if self._enough(node, need):
                     break

@@ -184,5 +184,5 @@ class Bookkeeping(QueueTotals, HookCalls):
         (self.decisions.pipelined if pipelined else self.decisions.binds).append(bind)
         self.decisions.reasons.pop(job.id, None)
 
-    def record_eviction(self, task: TaskInfo, job: JobInfo, reason: str) -> None:
-        self.decisions.evictions.append(Eviction(job.id, task.uid, task.node, reason))
+    def record_eviction(self, task: TaskInfo, job: JobInfo, reason: str, action: str = "") -> None:
+        self.decisions.evictions.append(Eviction(job.id, task.uid, task.node, reason, action))

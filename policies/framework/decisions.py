@@ -49,6 +49,7 @@ class Eviction:
     task: str
     node: str
     reason: str
+    action: str = ""  # the action that evicts: preempt or reclaim, each with its own budget
 
 
 @dataclass(slots=True, frozen=True)

@@ -17,10 +17,17 @@ _ALLOCATE, _PIPELINE, _EVICT = "allocate", "pipeline", "evict"
 
 
 class _Op:
-    __slots__ = ("kind", "task", "job", "node", "undo", "reason")
+    __slots__ = ("kind", "task", "job", "node", "undo", "reason", "action")
 
     def __init__(
-        self, kind: str, task: TaskInfo, job: JobInfo, node: NodeInfo | None, undo: object, reason: str = ""
+        self,
+        kind: str,
+        task: TaskInfo,
+        job: JobInfo,
+        node: NodeInfo | None,
+        undo: object,
+        reason: str = "",
+        action: str = "",
     ) -> None:
         self.kind = kind
         self.task = task
@@ -28,6 +35,7 @@ class _Op:
         self.node = node
         self.undo = undo
         self.reason = reason
+        self.action = action  # an eviction's: the action that made it (preempt, reclaim)
 
 
 class Statement:
@@ -43,9 +51,9 @@ class Statement:
         self.ssn.pipeline_task(task, job, node)
         self.ops.append(_Op(_PIPELINE, task, job, node, None))
 
-    def evict(self, task: TaskInfo, job: JobInfo, reason: str) -> None:
+    def evict(self, task: TaskInfo, job: JobInfo, reason: str, action: str = "") -> None:
         before = self.ssn.evict_task(task, job)
-        self.ops.append(_Op(_EVICT, task, job, None, before, reason))
+        self.ops.append(_Op(_EVICT, task, job, None, before, reason, action))
 
     def mark(self) -> int:
         return len(self.ops)
@@ -76,7 +84,7 @@ class Statement:
         """Record the decisions. ``bind=False``: the gang is only pipelined, nothing starts yet."""
         for op in self.ops:
             if op.kind == _EVICT:
-                self.ssn.record_eviction(op.task, op.job, op.reason)
+                self.ssn.record_eviction(op.task, op.job, op.reason, op.action)
             else:
                 self.ssn.record_bind(op.task, op.job, pipelined=not bind or op.kind == _PIPELINE)
         self.ops = []

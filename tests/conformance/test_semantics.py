@@ -205,3 +205,21 @@ async def test_priority_preemption_on_the_production_scheduler(make_harness: Har
     low1 = await played.harness.job(played.ids["LOW1"])
     assert any(e.reason == f"preempted: by higher-priority job {played.ids['HIGH']}" for e in low1.events)
     assert low1.retries == 0  # a preemption, not a retry
+
+
+def test_preemption_keeps_to_its_own_budget_per_minute(tmp_path: Path) -> None:
+    """Four one-cpu nodes full of priority-0 preemptible jobs since 0; H1 and H2 (priority 10, one cpu
+    each) come at 100 with ``preemption.maxPerMinute: 1`` (reclaim off; its budget is its own). H1
+    stops LOW1 (all ran 100 s: the first placed goes) and starts at 100. H2 waits until that eviction
+    is more than 60 s old, at the first cycle after (cycle period 1 s): 161, when LOW2 goes. LOW1 and
+    LOW2 start again as H1 (at 200) and H2 (at 261) end, in the order they went back to the queue."""
+    jobs = [_job(f"LOW{n}", 0, 1000, 1, 1, preemptible=True) for n in range(1, 5)]
+    jobs += [_job("H1", 100, 100, 1, 1, priority=10), _job("H2", 100, 100, 1, 1, priority=10)]
+    case = {
+        "clusters": [{"name": "c1", "nodes": [{"count": 4, "resources": {"cpu": 1}}]}],
+        "queues": [{"name": "batch", "tenants": ["alice"]}],
+        "policy": {"reclaim": {"enabled": False}, "preemption": {"enabled": True, "maxPerMinute": 1}},
+        "jobs": jobs,
+    }
+    expected = {"LOW1": 200.0, "LOW2": 261.0, "LOW3": 0.0, "LOW4": 0.0, "H1": 100.0, "H2": 161.0}
+    assert _starts(simulate(case, tmp_path)) == expected
