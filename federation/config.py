@@ -90,7 +90,9 @@ class ClusterLivenessConfig(_Section):
         return self
 
 
-class ReclaimConfig(_Section):
+class EvictionConfig(_Section):
+    """What may stop running jobs: victims that have run ``grace`` seconds, ``maxPerMinute`` at most."""
+
     enabled: bool = True
     grace: float = 30.0
     max_per_minute: Integer = Field(20, alias="maxPerMinute", ge=0)
@@ -101,19 +103,15 @@ class ReclaimConfig(_Section):
         return seconds(value)
 
 
-class PreemptionConfig(_Section):
+class ReclaimConfig(EvictionConfig):
+    """A queue below its fair-share slice takes back what other queues borrowed (on by default)."""
+
+
+class PreemptionConfig(EvictionConfig):
     """Priority preemption in the federation, off by default as in Kueue and Slurm: a job may stop
-    strictly lower-priority preemptible jobs of its own queue that have run ``grace`` seconds, at most
-    ``maxPerMinute`` of them a minute."""
+    strictly lower-priority preemptible jobs of its own queue."""
 
     enabled: bool = False
-    grace: float = 30.0
-    max_per_minute: Integer = Field(20, alias="maxPerMinute", ge=0)
-
-    @field_validator("grace", mode="before")
-    @classmethod
-    def _grace(cls, value: Any) -> float:
-        return seconds(value)
 
 
 class StoreUpkeepConfig(_Section):
