@@ -394,7 +394,10 @@ class FederationState:
         for info in self.pending.jobs():
             # An elastic job is placed by its gang only (``Placer._place_whole``): that is what must fit.
             need = info.min_request() if info.gang_size < len(info.tasks) else self._total(info)
-            if res.fits(need, room) or self.never_fits(info) is not None:
+            if res.fits(need, room):
+                return True
+            # One no cluster could ever hold is to be marked, unless it already is.
+            if self.never_fits(info) is not None and self.entries[info.id].state is not JobState.UNSCHEDULABLE:
                 return True
         return False
 
