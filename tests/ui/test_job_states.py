@@ -1,12 +1,17 @@
-"""Issue 32 acceptance 4: a job's page renders for every state a tenant's job can be in, and a Reserved
-and an Unschedulable job's pages say why they wait (the reservation's cluster and start; the reason)
-with the spec's task names and shapes, as the explain JSON and ``fedq explain`` say it.
+"""Issue 32 acceptance 4: a job's page renders for every state a tenant's job can be in, and a Reserved,
+a preempting and an Unschedulable job's pages say why they wait (the reservation's cluster and start;
+the jobs it will preempt; the reason) with the spec's task names and shapes, as the explain JSON and
+``fedq explain`` say it; a job it preempted shows that in its events.
 
 Its own federation: one simulated cluster of 4 nodes of 10 cpu, a long job holding one node, so a gang
-of 4 x 10 cpu behind it reserves (``reservation.after`` is 0 by default) and a second one waits Pending."""
+of 4 x 10 cpu behind it reserves (``reservation.after`` is 0 by default) and a second one waits Pending.
+Preemption has another (``preemption``): its window, from the eviction to the victims' cluster saying
+they stopped, lasts a report interval, so the agent is stopped (SIGSTOP) across it and let go after."""
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+from federation.launcher import FedqProcess, wait_until
 from tests.e2e.cluster import FAST, Federation, job
 from tests.e2e.support import cli, cli_json
 from tests.ui.pages import Watched
@@ -70,6 +76,75 @@ def states(etcd_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         submit("Unschedulable", nameless, "Unschedulable", allow_unschedulable=True)
         yield States(fed, fed.admin.create_tenant_token("alice"), ids)
     finally:
+        fed.close()
+
+
+class Frozen:
+    """A process stopped (SIGSTOP) until ``let_go`` (SIGCONT; again is a no-op): an agent so stopped
+    neither reports nor acts on stop orders, so what the federation asked of its cluster stays asked."""
+
+    def __init__(self, process: FedqProcess) -> None:
+        assert process.process is not None and process.alive
+        self.pid: int | None = process.process.pid
+        os.kill(self.pid, signal.SIGSTOP)
+
+    def let_go(self) -> None:
+        if self.pid is not None:
+            os.kill(self.pid, signal.SIGCONT)
+            self.pid = None
+
+
+@dataclass
+class Preemption:
+    states: States  # ids: "preempting" -> the gang making room; victims: the jobs it stops
+    victims: list[str]
+    east: Frozen  # its agent, stopped across the preemption
+
+
+@pytest.fixture
+def preemption(etcd_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Preemption]:
+    """east: 2 nodes of 10 cpu, each held by a preemptible job of priority 0 (grace 0 s: preemptible at
+    once); alice's gang of 2 x 10 cpu of priority 10 comes after them, while east's agent is stopped:
+    the federation asks east to stop both and the gang waits "preempting" until east says they stopped.
+    A cluster is lost (and an agent's lease runs out) only after 5 minutes here, so a stopped agent
+    changes nothing else."""
+    work = tmp_path_factory.mktemp("ui-preemption")
+    agent_config = work / "east-agent.yaml"
+    two = {"nodes": [{"count": 2, "namePrefix": "n", "resources": {"cpu": 10, "memory": "64Gi"}}]}
+    agent_config.write_text(yaml.safe_dump({"simulated": two}))
+    config = {
+        **FAST,
+        "cluster": {"lostAfter": "5m", "requeueAfter": "10m"},
+        "preemption": {"enabled": True, "grace": "0s"},
+    }
+    fed = Federation(etcd_server.connection, work, config)
+    east: Frozen | None = None
+    try:
+        agent = fed.join("east", "simulated", "--config", str(agent_config))
+        victims = []
+        for i in range(2):
+            spec = job(f"low-{i}", cpu="10", runtime="10m", walltime="15m")
+            spec["spec"]["preemptible"] = True
+            victims.append(fed.submit(spec))
+        for victim in victims:
+            fed.wait_state(victim, {"Running"})
+        east = Frozen(agent)
+        spec = gang("urgent")
+        spec["spec"]["tasks"][0].update(replicas=2, runtime="10m")
+        spec["spec"]["priority"] = 10
+        urgent = fed.submit(spec)
+
+        def preempting() -> bool:
+            why = fed.admin.request("GET", f"/v1/jobs/{urgent}/explain")
+            asked = all(fed.admin.job(v)["evicting"] for v in victims)
+            return asked and "preempting" in [r["code"] for r in why.get("reasons", [])]
+
+        wait_until(preempting, 30, f"job {urgent} to be preempting", interval=0.1)
+        states = States(fed, fed.admin.create_tenant_token("alice"), {"preempting": urgent})
+        yield Preemption(states, victims, east)
+    finally:
+        if east is not None:
+            east.let_go()
         fed.close()
 
 
@@ -144,3 +219,38 @@ def test_an_unschedulable_jobs_page_says_why(states: States, watched: Watched) -
     assert reason in watched.page.inner_text("#explain")
     assert watched.page.locator("#reservation").count() == 0
     watched.screenshot("job-unschedulable")
+
+
+def test_a_preempting_job_and_its_victims_pages(preemption: Preemption, watched: Watched) -> None:
+    states = preemption.states
+    record, why = open_job(states, watched, "preempting")
+    assert record["state"] == why["state"] == watched.page.inner_text("#job-state") == "Pending"
+    assert watched.page.inner_text("#spec-tasks") == "worker: 2 × cpu=10; walltime 20m"
+    message = "will preempt 2 jobs on east"
+    assert why["summary"] == f"{message}: it starts once they have stopped"
+    [reason] = [r for r in why["reasons"] if r["code"] == "preempting"]
+    assert reason["message"] == message
+    assert watched.page.inner_text("#reasons li[data-code='preempting']") == f"{reason['policy']}: {message}"
+    assert why["reservation"] is None and watched.page.locator("#reservation").count() == 0
+    table = cli("explain", record["id"], "--ca", states.fed.ca, token=states.token, server=states.url).stdout
+    assert message in " ".join(table.split()), table
+    watched.screenshot("job-preempting")
+
+    # east goes on: it stops both, they go back to the queue as preempted, and the gang starts in their
+    # room (for 10 minutes: the victims wait on, Pending or Reserved behind it)
+    preemption.east.let_go()
+    states.fed.wait_state(record["id"], {"Running"})
+    preempted = f"preempted: by higher-priority job {record['id']}"
+
+    def requeued(victim: str) -> bool:
+        events = states.fed.admin.job(victim)["events"]
+        return any((e["from"], e["to"], e["reason"]) == ("Running", "Pending", preempted) for e in events)
+
+    wait_until(lambda: all(map(requeued, preemption.victims)), 30, "the victims to be requeued", interval=0.1)
+    states.ids["victim"] = preemption.victims[0]
+    victim, why = open_job(states, watched, "victim")
+    assert victim["preemptions"] == 1 and why["state"] in ("Pending", "Reserved")
+    shown = watched.page.locator("#timeline li[data-to='Pending']", has_text=f"Running → Pending: {preempted}")
+    shown.wait_for()
+    assert shown.count() == 1
+    watched.screenshot("job-preempted")

@@ -38,13 +38,10 @@ function reservation(r, attrs, who) {
   return h("p", { ...attrs, dataset: { clusters: names.join(","), start: String(r.start) } }, `${who} on ${onClusters(r.clusters)} from ${when(r.start)} until ${when(r.end)}.`);
 }
 
-// Fields a later API may add for a job that will preempt others: shown as they come until the page
-// learns their shape. None is in the API yet; nothing here invents one.
-const LATER = ["preempting", "victims"];
-
 function explanation(why) {
   // Every field but id, state, queue, tenant and summary depends on the state: a running or finished
-  // job's explanation is its summary alone.
+  // job's explanation is its summary alone. A job making room by preemption says so in its reasons
+  // (code "preempting": "will preempt 2 jobs on east") and summary, as any other reason.
   const parts = [h("p", { class: "summary", id: "explain-summary" }, why.summary || "")];
   if (why.held) parts.push(h("p", { id: "held" }, `Held by ${why.held.by} since ${when(why.held.at)}.`));
   if (why.position) parts.push(h("p", {}, `Place in line: ${why.position.overall ?? "—"} overall, ${why.position.in_queue ?? "—"} of ${why.position.queue_length ?? "—"} in its queue.`));
@@ -66,9 +63,6 @@ function explanation(why) {
     );
   }
   if (why.clusters) parts.push(h("p", {}, `Matching clusters: ${why.clusters.map((c) => `${c.name} (${c.state})`).join(", ") || "none"}.`));
-  for (const key of LATER) {
-    if (why[key] !== undefined && why[key] !== null) parts.push(h("div", { class: "later", dataset: { field: key } }, h("strong", {}, key), ": ", h("code", {}, JSON.stringify(why[key]))));
-  }
   return parts;
 }
 
