@@ -35,6 +35,7 @@ POLICY = {
     "insufficient": "capacity: no matching cluster has room now",
     "reservation": "another job's reservation: starting now would delay it",
     "reserved": "it holds a reservation",
+    "preempting": "priority preemption: it waits for the jobs it stops",
     "order": "strict order: behind a blocked job",
     "not-enqueued": "admission: the federation's admission window is full",
     "waiting": "it has not waited long enough to reserve",
@@ -99,7 +100,7 @@ async def explain(
     out["other_reservations"] = blocking
     out["clusters"] = await _matching_clusters(clusters, record, lost_after)
     out["cycle_time"] = status.get("time")
-    out["projected_start"] = _projected_start(record, reservation, out["clusters"])
+    out["projected_start"] = _projected_start(record, reasons, reservation, out["clusters"])
     out["summary"] = _summary(record, reasons, reservation, out, clusters.clock.now())
     if record.after:
         out["dependencies"] = await waiting_on(store, record)
@@ -150,12 +151,15 @@ async def _matching_clusters(clusters: ClusterService, record: JobRecord, lost_a
 
 
 def _projected_start(
-    record: JobRecord, reservation: dict[str, Any] | None, clusters: list[dict[str, Any]]
+    record: JobRecord,
+    reasons: list[dict[str, Any]],
+    reservation: dict[str, Any] | None,
+    clusters: list[dict[str, Any]],
 ) -> dict[str, Any] | None:
     if reservation is not None:
         return {"time": reservation["start"], "basis": "its reservation"}
-    if record.state is JobState.UNSCHEDULABLE:
-        return None
+    if record.state is JobState.UNSCHEDULABLE or any(r["code"] == "preempting" for r in reasons):
+        return None  # never, or as soon as its victims have stopped (the summary says so)
     ends = [c["next_end"] for c in clusters if c["state"] == "Ready" and c["next_end"] is not None]
     if ends:
         return {

@@ -256,6 +256,7 @@ async def test_a_job_making_room_by_preemption_says_so(make_harness: HarnessFact
     why = await explain(high)
     assert "preempting" in codes(why)
     assert why["summary"] == "will preempt 2 jobs on c1: it starts once they have stopped"
+    assert why["projected_start"] is None  # as soon as they have stopped: no end to wait for
     for job in low:
         record = await h.job(job)
         assert record.evicting or record.state is JobState.PENDING
