@@ -11,6 +11,7 @@ jobs, then the least run time lost.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from policies import resources as res
@@ -105,10 +106,7 @@ class Evictor:
         need = res.total(t.resources for t in tasks)
         if not self._held_by_room(job, need):
             return False
-        runs: dict[int, tuple[Resources, int]] = {}
-        for t in tasks:
-            runs[id(t.resources)] = (t.resources, runs.get(id(t.resources), (t.resources, 0))[1] + 1)
-        reqs = list(runs.values())
+        reqs = job.gang_runs()  # a job at the federation is placed whole or not at all: its pending tasks are all
         probe = max(tasks, key=lambda t: sum(t.resources.values()))
         fitting = [n for n in ssn.nodes if not n.unschedulable and ssn.predicate(probe, job, n) is None]
         if any(n.packs(reqs, job.spread) for n in fitting):
@@ -139,7 +137,7 @@ class Evictor:
         (seconds of every victim run so far), then how many. Lower is cheaper."""
         now = self.ssn.now
         lost = sum(now - job.start_time for job in victims if job.start_time is not None)
-        return max(job.priority for job in victims), lost, len(victims)
+        return max((job.priority for job in victims), default=-math.inf), lost, len(victims)
 
     def _nodes(self, task: TaskInfo, job: JobInfo) -> list[NodeInfo]:
         ssn = self.ssn

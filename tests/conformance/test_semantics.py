@@ -223,3 +223,20 @@ def test_preemption_keeps_to_its_own_budget_per_minute(tmp_path: Path) -> None:
     }
     expected = {"LOW1": 200.0, "LOW2": 261.0, "LOW3": 0.0, "LOW4": 0.0, "H1": 100.0, "H2": 161.0}
     assert _starts(simulate(case, tmp_path)) == expected
+
+
+def test_a_second_job_takes_the_room_a_first_ones_victim_frees(tmp_path: Path) -> None:
+    """One 2-cpu node held by LOW (priority 0, 2 cpus, since 0). H1 and H2 (priority 10, one cpu each)
+    come at 100 with preemption on: H1 stops LOW, which frees 2 cpus, so H2 fits in what is being
+    released without another victim (never more than needed). Both start at 100; LOW again at 200."""
+    case = {
+        "clusters": [{"name": "c1", "nodes": [{"count": 1, "resources": {"cpu": 2}}]}],
+        "queues": [{"name": "batch", "tenants": ["alice"]}],
+        "policy": {"reclaim": {"enabled": False}, "preemption": {"enabled": True}},
+        "jobs": [
+            _job("LOW", 0, 1000, 1, 2, preemptible=True),
+            _job("H1", 100, 100, 1, 1, priority=10),
+            _job("H2", 100, 100, 1, 1, priority=10),
+        ],
+    }
+    assert _starts(simulate(case, tmp_path)) == {"LOW": 200.0, "H1": 100.0, "H2": 100.0}
