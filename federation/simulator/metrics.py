@@ -7,9 +7,12 @@ Definitions (each one is what a number in metrics.json means):
   with a start and an end), the standard tau = 10 s of Feitelson et al.
 - capacity[r] = the federation's total of resource r (the sum over clusters), what utilization and
   usage shares are measured against (the dashboard redraws the plots from it and jobs.csv).
-- utilization[r] = sum over jobs of resources[r] * (end - start), divided by capacity[r] * span, with
+- a job's resource-seconds: what its last run's tasks held, each task's resources times its own run
+  (tasks.csv; an elastic job's tasks start as room allows); without task runs, resources[r] * (end -
+  start).
+- utilization[r] = sum over jobs of resource-seconds[r], divided by capacity[r] * span, with
   span = makespan = last end - first submit.
-- a job's usage is its dominant-share-seconds: (end - start) * max over r of resources[r] / capacity[r]
+- a job's usage is its dominant-share-seconds: max over r of resource-seconds[r] / capacity[r]
   (DRF's dominant share; with CPU only it is CPU-seconds / total CPUs). A tenant's ``usage_share`` is
   its usage over everyone's.
 - jain_fairness = (sum x)^2 / (n * sum x^2) over the n tenants that submitted jobs, with
@@ -97,11 +100,9 @@ def compute_metrics(
     span = max(ends) - min(r.submit for r in jobs) if ends else None
     used = {r: 0.0 for r in capacity}
     for job in jobs:
-        run = job.runtime
-        if run:
-            for res, q in job.resources.items():
-                if res in used:
-                    used[res] += q * run
+        for res, held in job.resource_seconds().items():
+            if res in used:
+                used[res] += held
     return Metrics(
         jobs=len(jobs),
         started=len(waits),
@@ -144,9 +145,7 @@ def _tenant_table(
     for job in jobs:
         by_tenant.setdefault(job.tenant, []).append(job)
     fair = _normalised_fair_shares(sorted(by_tenant), fair_shares)
-    usage = {
-        t: sum((r.runtime or 0.0) * dominant_share(r.resources, capacity) for r in rs) for t, rs in by_tenant.items()
-    }
+    usage = {t: sum(dominant_share(r.resource_seconds(), capacity) for r in rs) for t, rs in by_tenant.items()}
     total = sum(usage.values())
     tenants: dict[str, TenantMetrics] = {}
     for name in sorted(by_tenant):

@@ -36,6 +36,9 @@ class JobOutcome:
     cluster: str = ""
     start: float | None = None
     end: float | None = None
+    used: dict[str, float] | None = None
+    """Resource-seconds its last run's tasks held (tasks.csv), when known: an elastic job's tasks start
+    as room allows, so ``resources`` times the run's length would overstate it."""
 
     def __post_init__(self) -> None:
         if self.state not in STATES:
@@ -56,6 +59,13 @@ class JobOutcome:
     def runtime(self) -> float | None:
         """Seconds the job actually ran (end - start); None unless it both started and ended."""
         return None if self.start is None or self.end is None else self.end - self.start
+
+    def resource_seconds(self) -> dict[str, float]:
+        """What its last run held over its length: its task runs' when known, else every task throughout."""
+        if self.used is not None:
+            return self.used
+        run = self.runtime or 0.0
+        return {name: amount * run for name, amount in self.resources.items()}
 
     @property
     def completed(self) -> bool:
@@ -128,12 +138,17 @@ def result_of(
     out: list[JobOutcome] = []
     reasons: dict[str, str] = {}
     events: dict[str, list[JobEvent]] = {}
+    tasks = task_outcomes(scenario, jobs, runs or {})
+    held = _held(scenario, jobs, tasks)
     for sim, job in zip(scenario.jobs, jobs, strict=True):
         resources = sim.spec.total_resources()
         record = job.record
         start = record.start_time  # its last run's: a requeue clears it
         ran_on, end = (record.cluster, record.end_time) if start is not None else ("", None)
-        out.append(JobOutcome(sim.id, sim.tenant, sim.spec.queue, sim.submit, job.state, resources, ran_on, start, end))
+        used = held.get(sim.id) if end is not None else None
+        out.append(
+            JobOutcome(sim.id, sim.tenant, sim.spec.queue, sim.submit, job.state, resources, ran_on, start, end, used)
+        )
         if job.reason:
             reasons[sim.id] = job.reason
         events[sim.id] = job.record.events
@@ -142,7 +157,21 @@ def result_of(
         for node in cluster.nodes:
             for name, amount in node.allocatable.items():
                 capacity[name] = capacity.get(name, 0.0) + amount
-    return SimulationResult(out, capacity, reasons, stats, events, task_outcomes(scenario, jobs, runs or {}))
+    return SimulationResult(out, capacity, reasons, stats, events, tasks)
+
+
+def _held(scenario: Scenario, jobs: list[JobProgress], tasks: list[TaskOutcome]) -> dict[str, dict[str, float]]:
+    """Each job's resource-seconds over its last run (its record's epoch), from its task runs."""
+    epochs = {sim.id: job.record.epoch for sim, job in zip(scenario.jobs, jobs, strict=True)}
+    sizes = {sim.id: {task.name: task.resources for task in sim.spec.tasks} for sim in scenario.jobs}
+    held: dict[str, dict[str, float]] = {}
+    for run in tasks:
+        if run.epoch != epochs.get(run.id) or run.start is None or run.end is None:
+            continue
+        total = held.setdefault(run.id, {})
+        for name, amount in sizes[run.id].get(run.task, {}).items():
+            total[name] = total.get(name, 0.0) + amount * run.count * (run.end - run.start)
+    return held
 
 
 def task_outcomes(

@@ -18,9 +18,11 @@ tasks.csv shows the split: one row per set of a job's tasks that started and end
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.simulator.sim_cli import fedq, jobs_csv
@@ -85,6 +87,10 @@ def test_an_elastic_job_starts_with_its_gang_and_its_other_tasks_run_as_room_all
         ("B", "0-4", "5", "200.000", "300.000", "Succeeded"),
         ("B", "5-9", "5", "300.000", "400.000", "Succeeded"),
     ]
+    # Utilization counts what the tasks held: E12 10 x 100 + 2 x 100 = 1,200 cpu-s, A and B 1,000 each:
+    # 3,200 of 10 cpus x 400 s = 0.8 (each job's resources times its span would say 1.6).
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["utilization"]["cpu"] == pytest.approx(0.8)
 
 
 def test_the_tasks_beyond_the_gangs_are_shared_by_dominant_share_not_by_task_count(tmp_path: Path) -> None:
