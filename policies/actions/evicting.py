@@ -50,9 +50,11 @@ class Evictor:
         return job.priority, not beyond, -(started or 0.0)
 
     def _unit(self, victim: TaskInfo) -> list[TaskInfo]:
-        """The victim alone, or its whole gang if losing it would leave the gang short."""
+        """The victim alone, or its whole gang if losing it would leave the gang short. On clusters
+        (whole-job placement) always the whole run: the federation stops a job's run, not some of its
+        tasks (its member's own session takes an elastic job's extra tasks first, down-to-min)."""
         job = self.ssn.jobs[victim.job]
-        if self.ssn.ready_count(job) - 1 >= job.gang_size:
+        if not self.ssn.whole_job and self.ssn.ready_count(job) - 1 >= job.gang_size:
             return [victim]
         return [t for t in job.tasks if t.status in EVICTABLE]
 
