@@ -135,7 +135,8 @@ def gang_binds_all(cluster: Cluster) -> None:
         pod = cluster.pod(name_of(task))
         assert pod is not None and pod["spec"]["nodeName"] == task.node
         assert pod["spec"]["schedulerName"] == "fedq"
-    first = collect(backend, lambda got: len(got) >= 3, cluster.timeout)
+    # Until every task is reported: a pod may be reported twice before the last one is (seen under load).
+    first = collect(backend, lambda got: len({s.index for s in got}) >= 3, cluster.timeout)
     assert {(s.index, s.node) for s in first} == {(t.index, t.node) for t in tasks}
     for task in tasks:
         cluster.run(name_of(task))
