@@ -366,13 +366,13 @@ class FederationState:
                 why = f"task {task.name} needs {needs}: more than any node of any matching cluster"
                 return Misfit(why, "task", task.name)
         runs = info.gang_runs()
-        if not any(_empty(v.nodes).could_hold(runs) for v in matching):
+        if not any(_empty(v.nodes).packs(runs) for v in matching):
             why = (
                 f"the gang of {info.gang_size} tasks ({_gang_text(info)}) fits no matching cluster's nodes, "
                 f"largest node {format_resources(_largest(matching))}"
             )
             return Misfit(why, "gang")
-        if info.spread and not any(_empty(v.nodes).could_hold(runs, spread=True) for v in matching):
+        if info.spread and not any(_empty(v.nodes).packs(runs, spread=True) for v in matching):
             why = f"the gang needs {info.gang_size} nodes of its own (placement: spread): no matching cluster has them"
             return Misfit(why, "placement")
         return None

@@ -38,12 +38,12 @@ class Allocate(Action):
     def _pass(self, ssn: Session) -> None:
         jobs = OrderedJobs(ssn, ssn.inqueue)
         while not self._full() and (job := jobs.pop()) is not None:
-            if ssn.pending_count(job) == 0 or job.id in ssn.reserved:
+            if not ssn.to_place(job) or job.id in ssn.reserved:
                 continue
             kept, waitable = try_job(ssn, job)
             if kept:
                 self.started += 1
-                if ssn.pending_count(job) > 0 and not ssn.whole_job:  # whole: its member places the rest
+                if ssn.to_place(job):
                     jobs.push_back(job)
             elif waitable and ssn.job_reservable(job):
                 ssn.blocked.append(job)

@@ -48,12 +48,12 @@ class Backfill(Action):
     def _scan(self, ssn: Session, jobs: OrderedJobs, depth: int, misses: int) -> None:
         missed = 0
         while missed < misses and (job := jobs.pop()) is not None:
-            if ssn.pending_count(job) == 0 or job.id in ssn.reserved:
+            if not ssn.to_place(job) or job.id in ssn.reserved:
                 continue
             kept, waitable = try_job(ssn, job)
             if kept:
                 missed = 0
-                if ssn.pending_count(job) > 0 and not ssn.whole_job:  # whole: its member places the rest
+                if ssn.to_place(job):
                     jobs.push_back(job)
                 continue
             missed += 1

@@ -99,10 +99,7 @@ class Evictor:
         no eviction when some cluster has room for it now, none on a cluster whose nodes could never
         hold it. An elastic job's gang is its minAvailable: the tasks beyond it wait for room."""
         ssn = self.ssn
-        tasks = ssn.pending_tasks(job)
-        if job.gang_size < len(tasks):
-            gang = {id(t) for t in job.min_gang()}
-            tasks = [t for t in tasks if id(t) in gang]
+        tasks = ssn.gang_to_place(job)
         if not tasks:
             return False
         need = res.total(t.resources for t in tasks)

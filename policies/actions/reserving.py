@@ -40,10 +40,15 @@ def book(ssn: Session, job: JobInfo) -> bool:
     for t in shapes:
         size = res.maximum(size, t.resources)
     probe = max(shapes, key=lambda t: sum(t.resources.values()))
-    nodes = [n.name for n in ssn.nodes if not n.unschedulable and ssn.predicate(probe, job, n) is None]
-    if ssn.whole_job:  # a cluster whose nodes could never hold the gang at once is no place to reserve
-        runs = job.gang_runs()
-        nodes = [n.name for n in ssn.nodes if n.name in set(nodes) and n.could_hold(runs, job.spread)]
+    # On clusters, one whose nodes could never hold the gang at once is no place to reserve.
+    runs = job.gang_runs() if ssn.whole_job else None
+    nodes = [
+        n.name
+        for n in ssn.nodes
+        if not n.unschedulable
+        and ssn.predicate(probe, job, n) is None
+        and (runs is None or n.could_hold(runs, job.spread))
+    ]
     ledger = reservation_book(ssn)
     found = ledger.earliest(nodes, size, min(need, len(tasks)), job.walltime, ssn.whole_job)
     if found is None:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 class Bookkeeping(QueueTotals, HookCalls):
     # Set by ``Session``.
     now: float
+    whole_job: bool
     book: ReservationBook | None
     decisions: Decisions
 
@@ -90,6 +91,22 @@ class Bookkeeping(QueueTotals, HookCalls):
         if len(tasks) > 1 and self.hooks.has("task_order"):
             tasks.sort(key=self.task_key)
         return tasks
+
+    def to_place(self, job: JobInfo) -> bool:
+        """Whether the job has tasks for this session to place: pending ones, and with whole-job
+        placement none once its gang is placed (its member places an elastic job's other tasks)."""
+        if self.whole_job and (self.ready_count(job) or self.pipelined_count(job)):
+            return False
+        return self.pending_count(job) > 0
+
+    def gang_to_place(self, job: JobInfo) -> list[TaskInfo]:
+        """The pending tasks whole-job placement puts on one node (cluster): all of a rigid job's, an
+        elastic job's gang only (Volcano starts a job with its minAvailable; the rest wait for room)."""
+        tasks = self.pending_tasks(job)
+        if job.gang_size >= len(tasks):
+            return tasks
+        gang = {id(t) for t in job.min_gang()}
+        return [t for t in tasks if id(t) in gang]
 
     def _set_status(self, task: TaskInfo, job: JobInfo, status: TaskStatus, node: str) -> None:
         self._count(job)

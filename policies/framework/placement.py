@@ -289,14 +289,9 @@ class Placer:
         allows, so only the gang is placed and charged here (two elastic jobs can then start side by
         side and share the rest by the member's DRF)."""
         ssn = self.ssn
-        if ssn.ready_count(job) or ssn.pipelined_count(job):
-            return False  # already placed whole this session: the rest is its member's to place
-        tasks = ssn.pending_tasks(job)
+        tasks = ssn.gang_to_place(job)
         if not tasks:
             return False
-        if job.gang_size < len(tasks):
-            gang = {id(t) for t in job.min_gang()}
-            tasks = [t for t in tasks if id(t) in gang]
         runs = _runs(tasks)
         need: Resources = {}
         for task, count in runs:
