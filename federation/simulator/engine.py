@@ -2,7 +2,7 @@
 
 A discrete-event loop. Events are job submits, task ends (each simulated backend's next end), and the
 moments a plan can change by time alone: a waiting job becomes allowed to reserve (``reservation.after``),
-a preemptible run passes reclaim's grace period, an eviction leaves reclaim's per-minute budget. (Usage
+a preemptible run passes reclaim's or preemption's grace, an eviction leaves its per-minute budget. (Usage
 decays continuously; it is read at every event, but its decay alone does not make one.) At each event
 time, in rounds:
 
@@ -337,8 +337,10 @@ class Engine:
         if outcome is None:
             return False  # a stale run: the federation has moved the job on
         record = outcome.record
-        if record.state is JobState.RUNNING and record.spec.preemptible and self.config.reclaim.enabled:
-            self._wake(update.time + self.config.reclaim.grace)  # from then on reclaim may evict it
+        if record.state is JobState.RUNNING and record.spec.preemptible:
+            for evicting in (self.config.reclaim, self.config.preemption):
+                if evicting.enabled:  # from then on reclaim (or preemption) may evict it
+                    self._wake(update.time + evicting.grace)
         return record.state.terminal or record.state.queued
 
     def _may_reserve_from(self, waiting_from: float) -> None:

@@ -3,7 +3,7 @@
 
 The clock jumps from event to event as ``fedq simulate``'s does: a submit, the earliest end a backend
 expects, a scenario action, and the moments a plan can change by time alone (a preemptible run
-passing reclaim's grace, a silent cluster passing ``lostAfter`` or ``requeueAfter``, a job sent to a
+passing reclaim's or preemption's grace, a silent cluster passing ``lostAfter`` or ``requeueAfter``, a job sent to a
 silent cluster passing ``admitWithin``, each at the next cycle). At each instant the harness ticks
 until no job changes; a scenario's actions (a cancel, a cluster's agent going silent) come after the
 instant's reports, then it settles again.
@@ -80,11 +80,11 @@ class _Player:
             if after == before:
                 break
             before = after
-        grace, period = self.config.reclaim.grace, self.config.cycle_period
+        graces, period = (self.config.reclaim.grace, self.config.preemption.grace), self.config.cycle_period
         for job_id in self.ids.values():
             record: JobRecord = await self.h.job(job_id)
             if record.state is JobState.RUNNING and record.spec.preemptible and record.start_time is not None:
-                self.wakes.add(record.start_time + grace)
+                self.wakes |= {record.start_time + grace for grace in graces}
             sent = dispatched_at(record)
             if sent is not None and record.cluster in self.h.silenced:  # it is never admitted there
                 self.wakes.add(sent + self.config.cluster.admit_within + period)

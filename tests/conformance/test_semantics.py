@@ -240,3 +240,30 @@ def test_a_second_job_takes_the_room_a_first_ones_victim_frees(tmp_path: Path) -
         ],
     }
     assert _starts(simulate(case, tmp_path)) == {"LOW": 200.0, "H1": 100.0, "H2": 100.0}
+
+
+def preemption_grace_case() -> dict[str, Any]:
+    """One one-cpu node. LOW (priority 0, preemptible) starts at 0 for 1000 s; HIGH (priority 10) comes
+    at 10 with ``preemption.grace: 30s``: a victim must have run 30 s (Kueue has none, Slurm's
+    PreemptExemptTime is the same idea), so nothing may be stopped at 10. Nothing else happens until
+    LOW's end, yet LOW passes the grace at 30: HIGH preempts it and starts at 30, ends at 130, and LOW
+    starts again at 130."""
+    return {
+        "clusters": [{"name": "c1", "nodes": [{"count": 1, "resources": {"cpu": 1}}]}],
+        "queues": [{"name": "batch", "tenants": ["alice"]}],
+        "policy": {"reclaim": {"enabled": False}, "preemption": {"enabled": True, "grace": "30s"}},
+        "jobs": [
+            _job("LOW", 0, 1000, 1, 1, preemptible=True),
+            _job("HIGH", 10, 100, 1, 1, priority=10),
+        ],
+    }
+
+
+def test_preemption_waits_for_the_grace_and_no_longer(tmp_path: Path) -> None:
+    assert _starts(simulate(preemption_grace_case(), tmp_path)) == {"LOW": 130.0, "HIGH": 30.0}
+
+
+@pytest.mark.etcd
+async def test_preemption_grace_on_the_production_scheduler(make_harness: HarnessFactory) -> None:
+    played = await play(make_harness, preemption_grace_case(), until=300)
+    assert _starts(await played.rows()) == {"LOW": 130.0, "HIGH": 30.0}
