@@ -27,13 +27,14 @@ from federation.models.cluster import (
     ClusterGrant,
     ClusterRecord,
     ClusterReport,
+    ClusterShape,
     ClusterState,
     JoinRequest,
     LatestReport,
     ReportReply,
     StatusUpdate,
 )
-from federation.store import KeyValue, Store, get_many
+from federation.store import Compare, KeyValue, Op, Store, get_many
 from policies.clock import Clock
 
 log = structlog.get_logger("fedq.clusters")
@@ -116,6 +117,17 @@ class ClusterService:
         records = [ClusterRecord.model_validate_json(kv.value) for kv in await self.store.range(keys.CLUSTERS)]
         return [(record, reports.get(record.name)) for record in records]
 
+    async def shapes(self) -> list[tuple[ClusterRecord, ClusterShape | None]]:
+        """Every joined cluster with its node kinds and what it honours (``ClusterShape``), for submits."""
+        shapes = {}
+        for kv in await self.store.range(keys.SHAPES):
+            try:
+                shapes[kv.key.removeprefix(keys.SHAPES)] = ClusterShape.from_bytes(kv.value)
+            except ValidationError as exc:
+                log.warning("ignoring a stored cluster shape that cannot be read", key=kv.key, error=str(exc))
+        records = [ClusterRecord.model_validate_json(kv.value) for kv in await self.store.range(keys.CLUSTERS)]
+        return [(record, shapes.get(record.name)) for record in records]
+
     async def set_cordon(self, name: str, cordoned: bool) -> ClusterRecord:
         record = await self.get(name)
         if record is None:
@@ -130,9 +142,22 @@ class ClusterService:
         return ClusterState.CORDONED if record.cordoned else ClusterState.READY
 
     async def report(self, name: str, report: ClusterReport) -> ReportReply:
-        record = await self.get(name)
-        if record is None:
+        # What the report is checked against and answered with, in one request: a hundred agents report
+        # every second.
+        found, cancels, assigned = (
+            await self.store.txn(
+                (),
+                [
+                    Op.get(keys.cluster(name)),
+                    Op.range(keys.CANCELS + name + "/"),
+                    Op.range(keys.ASSIGNMENTS + name + "/"),
+                ],
+            )
+        ).responses
+        if not isinstance(found, KeyValue):
             raise UnknownCluster(name)
+        assert isinstance(cancels, list) and isinstance(assigned, list)
+        record = ClusterRecord.model_validate_json(found.value)
         over = record.grant.refuses_capacity(report.nodes)
         if over is not None:
             raise ClaimRefused(over)
@@ -143,12 +168,20 @@ class ClusterService:
                 f"the report's nodes and {len(report.running)} running jobs take {len(stored):,} bytes stored; "
                 f"at most {MAX_STORED_REPORT:,} fit one etcd request: report fewer, larger node shapes"
             )
-        await self.store.put(keys.report(name), stored)
+        # The shape is written only when it changed: the compare costs no more than the put alone.
+        shape = ClusterShape.of(report).to_bytes()
+        report_put = Op.put(keys.report(name), stored)
+        await self.store.txn(
+            [Compare.value(keys.shape(name), "==", shape)], [report_put], [report_put, Op.put(keys.shape(name), shape)]
+        )
         cancellations: dict[tuple[str, int], Cancellation] = {}
         refused: list[dict[str, Any]] = []
         problems = await self._apply_all(name, report.updates, now)
+        moved = set()  # out of Dispatched by this report: their assignment keys went with the change
         for update, problem in zip(report.updates, problems, strict=True):
-            if problem is not None:
+            if problem is None:
+                moved.add(update.job_id)
+            else:
                 refused.append({"job_id": update.job_id, "epoch": update.epoch, "reason": problem})
                 cancellations[(update.job_id, update.epoch)] = Cancellation(
                     job_id=update.job_id, epoch=update.epoch, reason=f"stale run: {problem}"
@@ -161,14 +194,14 @@ class ClusterService:
                 cancellations[(job_id, epoch)] = Cancellation(
                     job_id=job_id, epoch=epoch, reason=f"stale run: {problem}"
                 )
-        for kv in await self.store.range(keys.CANCELS + name + "/"):
+        for kv in cancels:
             order = json.loads(kv.value)
             job_id = kv.key.rsplit("/", 1)[1]
             cancellations.setdefault(
                 (job_id, order["epoch"]), Cancellation(job_id=job_id, epoch=order["epoch"], reason=order["reason"])
             )
         return ReportReply(
-            assignments=await self._assignments(name),
+            assignments=await self._assignments(name, [kv for kv in assigned if _assigned_job(kv) not in moved]),
             cancellations=list(cancellations.values()),
             refused=refused,
             state=ClusterState.CORDONED if record.cordoned else ClusterState.READY,
@@ -231,18 +264,25 @@ class ClusterService:
                 return problem
         return "job kept changing; will retry on the next report"
 
-    async def _assignments(self, name: str) -> list[Assignment]:
-        """Assignments for the jobs still Dispatched to this cluster; stale assignment keys are dropped."""
-        assigned = await self.store.range(keys.ASSIGNMENTS + name + "/")
-        records = await get_many(self.store, [keys.job(kv.key.rsplit("/", 1)[1]) for kv in assigned])
+    async def _assignments(self, name: str, assigned: list[KeyValue]) -> list[Assignment]:
+        """Assignments for the jobs still Dispatched to this cluster (of its ``assigned`` keys); stale
+        assignment keys are dropped."""
+        records = await get_many(self.store, [keys.job(_assigned_job(kv)) for kv in assigned])
         assignments = []
+        stale = []
         for kv, record in zip(assigned, records, strict=True):
             job = JobRecord.from_bytes(record.value) if record is not None else None
             if job is None or job.cluster != name or job.state is not JobState.DISPATCHED:
-                await self.store.delete(kv.key)
+                stale.append(Op.delete(kv.key))
                 continue
             assignments.append(Assignment.of(job))
+        for start in range(0, len(stale), self.store.max_txn_ops):
+            await self.store.txn((), stale[start : start + self.store.max_txn_ops])
         return assignments
+
+
+def _assigned_job(kv: KeyValue) -> str:
+    return kv.key.rsplit("/", 1)[1]
 
 
 def _labels_allowed(token: TokenRecord, request: JoinRequest) -> None:

@@ -18,6 +18,7 @@ TOKENS = "tokens/"
 STATUS = "status/scheduler"  # what the leader publishes for explain; outside what it follows
 CLUSTERS = "clusters/"
 REPORTS = "reports/"
+SHAPES = "shapes/"
 USAGE = "usage/"
 HISTORY = "usage-history/"
 SCHED = "sched/"
@@ -59,6 +60,10 @@ def cluster(name: str) -> str:
 
 def report(name: str) -> str:
     return f"{REPORTS}{name}"
+
+
+def shape(name: str) -> str:
+    return f"{SHAPES}{name}"
 
 
 def assignment(cluster_name: str, job_id: str) -> str:

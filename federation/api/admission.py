@@ -4,7 +4,7 @@ Refused, each naming its field: a resource name no joined cluster reports that i
 (with the closest known name); a job too big for every matching cluster's node shapes, or whose
 ``clusterSelector`` no cluster matches; a task without a command when every matching cluster's
 backend needs one. "Could ever hold" is the scheduler's own rule (``FederationState.never_fits``),
-asked of a state built from the clusters' records and last reports, so the two never disagree.
+asked of a state built from the clusters' records and node kinds (``ClusterShape``), so the two never disagree.
 ``allowUnschedulable`` skips these checks, for jobs meant for clusters that have not joined yet.
 """
 
@@ -41,12 +41,12 @@ class JoinedClusters:
         state = FederationState()
         backends: dict[str, str] = {}
         resources = {*STANDARD_RESOURCES, *ALIASES}
-        for record, latest in await clusters.all():
+        for record, shape in await clusters.shapes():
             state.set_cluster(record.name, record.labels, record.cordoned)
             backends[record.name] = record.backend
-            if latest is not None:
-                state.set_latest(record.name, latest)
-                resources.update(name for node in latest.nodes for name in node.allocatable)
+            if shape is not None:
+                state.set_latest(record.name, shape.as_report())
+                resources.update(name for node in shape.nodes for name in node.allocatable)
         return cls(state, backends, resources)
 
     def refusals(self, record: JobRecord, prefix: str) -> Fields:

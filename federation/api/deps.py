@@ -82,10 +82,8 @@ def require_admin(who: Principal) -> None:
         raise ApiError(403, f"this needs an admin token; you are {who.role.value} {who.name!r}")
 
 
-async def read_document(request: Request, limit: int) -> Any:
-    """The body as JSON or YAML (by content type), refused past ``limit`` bytes before it is read in full,
-    and past the API's depth and expanded-size limits (``api.maxDepth``, ``api.maxExpandedBytes``) once
-    parsed; a refusal names the field and writes nothing."""
+async def read_body(request: Request, limit: int) -> bytes:
+    """The body's bytes, refused past ``limit`` before it is read in full, and when empty."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise ApiError(413, f"request body of {declared} bytes is over the limit of {limit} bytes")
@@ -99,6 +97,14 @@ async def read_document(request: Request, limit: int) -> Any:
     raw = b"".join(chunks)
     if not raw.strip():
         raise ApiError(400, "request body is empty: send a JSON (or YAML) document")
+    return raw
+
+
+async def read_document(request: Request, limit: int) -> Any:
+    """The body as JSON or YAML (by content type), refused past ``limit`` bytes before it is read in full,
+    and past the API's depth and expanded-size limits (``api.maxDepth``, ``api.maxExpandedBytes``) once
+    parsed; a refusal names the field and writes nothing."""
+    raw = await read_body(request, limit)
     api = server_state(request).config.api
     limits = DocumentLimits(api.max_depth, min(api.max_expanded_bytes, limit))
     content_type = request.headers.get("content-type", "application/json").split(";")[0].strip()

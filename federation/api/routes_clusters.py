@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from pydantic import ValidationError
 
-from federation.api.deps import Caller, State, audited, read_document, require_admin
+from federation.api.deps import Caller, State, audited, read_body, read_document, require_admin
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid
 from federation.api.routes_tokens import Issue, checked_name, issue_for
 from federation.api.schema import JoinTokenRequest, request_body
@@ -57,10 +57,13 @@ async def report(name: str, request: Request, state: State, who: Caller) -> dict
         raise ApiError(403, "reports need a cluster credential (from `fedq agent join`)")
     if who.name != name:
         raise ApiError(403, f"this credential belongs to cluster {who.name!r}; it cannot report as {name!r}")
-    doc = await read_document(request, state.config.api.max_body_bytes)
+    # Parsed straight into the model (an agent sends JSON, every second): its fields nest a fixed depth.
+    raw = await read_body(request, state.config.api.max_body_bytes)
     try:
-        body = ClusterReport.model_validate(doc)
+        body = ClusterReport.model_validate_json(raw)
     except ValidationError as exc:
+        if any(error["type"] == "json_invalid" for error in exc.errors()):
+            raise ApiError(400, f"malformed JSON body: {exc.errors()[0]['msg']}") from None
         raise invalid(exc, "cluster report") from None
     try:
         reply = await state.clusters.report(name, body)

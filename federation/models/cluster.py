@@ -7,6 +7,7 @@ item by item and the agent is told to kill that run.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
@@ -60,6 +61,19 @@ def summed(nodes: Iterable[NodeReport], *, free: bool = False) -> dict[str, floa
     for node in nodes:
         res.iadd(total, node.free if free else node.allocatable, node.count)
     return total
+
+
+NodeKind = tuple[tuple[tuple[str, float], ...], tuple[tuple[str, str], ...]]
+"""A node's size and labels: what a cluster could ever hold is how many nodes of each kind it has."""
+
+
+def node_kinds(nodes: Iterable[NodeReport]) -> Counter[NodeKind]:
+    """How many nodes of each size and labels, not what is free on them (a report may split one size by
+    what is free on it, so counts are summed per kind)."""
+    kinds: Counter[NodeKind] = Counter()
+    for n in nodes:
+        kinds[(tuple(sorted(n.allocatable.items())), tuple(sorted(n.labels.items())))] += n.count
+    return kinds
 
 
 class ClusterGrant(_Strict):
@@ -179,6 +193,37 @@ class LatestReport(_Strict):
 
     @classmethod
     def from_bytes(cls, value: bytes) -> LatestReport:
+        return cls.model_validate_json(value)
+
+
+class ClusterShape(_Strict):
+    """``shapes/<name>``: what a submit is judged on (``federation/api/admission.py``): the cluster's node
+    kinds, idle, and the job fields it honours. Written only when they change, so a submit reads a few hundred
+    bytes per cluster rather than every run of every cluster's last report, which a hundred agents rewrite
+    every second."""
+
+    nodes: list[NodeReport]
+    honours: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, report: ClusterReport) -> ClusterShape:
+        nodes = [
+            NodeReport.model_construct(
+                name=f"kind-{i}", count=count, allocatable=dict(size), free=dict(size), labels=dict(labels)
+            )
+            for i, ((size, labels), count) in enumerate(sorted(node_kinds(report.nodes).items()))
+        ]
+        return cls.model_construct(nodes=nodes, honours=sorted(report.honours))
+
+    def as_report(self) -> LatestReport:
+        """As a report of the cluster idle, for ``FederationState.never_fits``."""
+        return LatestReport.model_construct(time=0.0, nodes=self.nodes, running=[], honours=self.honours)
+
+    def to_bytes(self) -> bytes:
+        return self.model_dump_json().encode()
+
+    @classmethod
+    def from_bytes(cls, value: bytes) -> ClusterShape:
         return cls.model_validate_json(value)
 
 

@@ -8,14 +8,13 @@ simulator feeds it directly: both then run the same cycle over ``snapshot()``.
 from __future__ import annotations
 
 import heapq
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
 from federation import capabilities
 from federation.lifecycle import ON_CLUSTER, dispatched_at
 from federation.models import JobRecord, JobState, QueueTree
-from federation.models.cluster import ClusterReport, LatestReport, NodeReport
+from federation.models.cluster import ClusterReport, LatestReport, NodeReport, node_kinds
 from federation.scheduler.dependencies import DependencyIndex
 from federation.scheduler.job_view import held_by, job_info
 from policies import JobInfo, NodeInfo, NodeShape, PendingIndex, QueueInfo, Snapshot, TaskInfo, TaskStatus, Usage
@@ -529,12 +528,7 @@ def _gang_text(info: JobInfo) -> str:
 
 
 def _shapes(nodes: list[NodeReport]) -> frozenset[tuple[object, int]]:
-    """What a cluster could ever hold: how many nodes of each size and labels, not what is free (a
-    report may split one size by what is free on it, so counts are summed per kind)."""
-    kinds: Counter[tuple[object, ...]] = Counter()
-    for n in nodes:
-        kinds[(tuple(sorted(n.allocatable.items())), tuple(sorted(n.labels.items())))] += n.count
-    return frozenset(kinds.items())
+    return frozenset(node_kinds(nodes).items())
 
 
 def _charge(view: ClusterView, entry: Entry) -> None:

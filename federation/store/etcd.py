@@ -411,11 +411,11 @@ class EtcdStore:
                 put.lease = op.lease
         elif op.kind == "get":
             message.request_range.key = key
-        elif op.kind == "count":
-            count = message.request_range
-            count.key = key
-            count.range_end = range_end(key)
-            count.count_only = True
+        elif op.kind in ("count", "range"):
+            prefix = message.request_range
+            prefix.key = key
+            prefix.range_end = range_end(key)
+            prefix.count_only = op.kind == "count"
         elif op.kind == "delete":
             message.request_delete_range.key = key
         else:
@@ -427,6 +427,8 @@ class EtcdStore:
         kind = raw.WhichOneof("response")
         if op.kind == "count":
             return int(raw.response_range.count)
+        if op.kind == "range":
+            return [self._record(kv) for kv in raw.response_range.kvs]
         if kind == "response_range":
             kvs = raw.response_range.kvs
             return self._record(kvs[0]) if kvs else None

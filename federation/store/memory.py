@@ -259,6 +259,8 @@ class MemoryStore:
             return self._kvs.get(op.key)
         if op.kind == "count":
             return len(self._range(op.key, 0))
+        if op.kind == "range":
+            return self._range(op.key, 0)
         if op.kind == "put":
             self._put(op.key, op.value, op.lease, revision)
             return None

@@ -7,7 +7,7 @@ from typing import Literal
 
 CompareOp = Literal["==", "!=", "<", ">"]
 CompareTarget = Literal["mod_revision", "version", "value"]
-OpKind = Literal["put", "delete", "delete_prefix", "get", "count"]
+OpKind = Literal["put", "delete", "delete_prefix", "get", "count", "range"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +54,7 @@ class Compare:
 
 @dataclass(frozen=True, slots=True)
 class Op:
-    """One txn operation; ``delete_prefix`` and ``count`` take a key prefix in ``key``."""
+    """One txn operation; ``delete_prefix``, ``count`` and ``range`` take a key prefix in ``key``."""
 
     kind: OpKind
     key: str
@@ -82,8 +82,14 @@ class Op:
         """How many keys start with ``prefix``, counted by the store without reading them."""
         return Op("count", prefix)
 
+    @staticmethod
+    def range(prefix: str) -> Op:
+        """Every key under ``prefix``, in one answer (unpaged: for prefixes known to stay small, read with
+        other keys at one revision and in one request)."""
+        return Op("range", prefix)
 
-TxnResponse = KeyValue | int | None
+
+TxnResponse = KeyValue | list[KeyValue] | int | None
 
 
 @dataclass(slots=True)
