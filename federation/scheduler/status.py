@@ -1,5 +1,6 @@
 """What the leader publishes for ``fedq explain`` after each cycle (``status/scheduler``): the reasons
-jobs wait, reservations, the line of waiting jobs as the cycle took them up, the cycle's time.
+jobs wait, reservations, the line of waiting jobs as the cycle took them up, the cycle's time; and,
+while its cycles keep failing, that they do (``failing``), beside what the last good cycle published.
 
 Any API replica answers explain from it. Only the first ``MAX_PUBLISHED_JOBS`` of each list are kept,
 so a deep backlog does not make the status a large write every cycle.
@@ -44,3 +45,9 @@ def status_of(plan: CyclePlan, state: FederationState) -> Status:
         "line": plan.line[:MAX_PUBLISHED_JOBS],
     }
     return Status(fields, json.dumps(fields, sort_keys=True).encode())
+
+
+def failing_body(last: bytes | None, health: dict[str, Any]) -> bytes:
+    """The last published status (``last``; None: none yet) with the loop's failure added, so whoever
+    asks why a job waits hears that no cycle gets through."""
+    return json.dumps({**(json.loads(last) if last is not None else {}), "failing": health}).encode()
