@@ -102,6 +102,14 @@ async def explain(
     out["cycle_time"] = status.get("time")
     out["projected_start"] = _projected_start(record, reasons, reservation, out["clusters"])
     out["summary"] = _summary(record, reasons, reservation, out, clusters.clock.now())
+    failing = status.get("failing")
+    if failing is not None:  # before the plan's reasons: no cycle gets through, whatever the last good one said
+        out["scheduler"] = failing
+        since = "" if failing["since"] is None else f" since {format_when(failing['since'], clusters.clock.now())}"
+        out["summary"] = (
+            f"the scheduler's cycles are failing{since} ({failing['failures']} in a row: {failing['error']}): "
+            f"nothing starts until they get through again; the last good cycle said: {out['summary']}"
+        )
     if record.after:
         out["dependencies"] = await waiting_on(store, record)
         out["summary"] = waits_summary(out["dependencies"]) or out["summary"]

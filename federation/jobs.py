@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import pydantic_core
+import structlog
 
 from federation import keys
 from federation.ids import new_job_id
@@ -32,9 +33,10 @@ from federation.lifecycle import (
     transition,
 )
 from federation.models import JobManifest, JobRecord, JobSpecBody, JobState
-from federation.store import Compare, Op, Store, count_many, put_many
+from federation.store import Compare, Op, RequestTooLarge, Store, count_many, put_many
+from federation.store.bulk import batches
 
-JOBS_PER_TXN = 64  # two ops per job (record + index) under etcd's default 128-op limit
+log = structlog.get_logger(__name__)
 
 
 class Conflict(Exception):
@@ -188,24 +190,25 @@ async def commit_batched(
 ) -> list[W]:
     """Commit CAS changes of distinct jobs in full txns, a few at once; returns those that landed.
 
-    A txn fails whole if one job moved since it was read, so a failed txn is retried change by change
-    and the others still land. ``fence`` joins every txn; if it fails, ``FenceFailed`` is raised and
-    nothing more is written. ``on_landed`` hears of each landed batch and its revision at once.
+    Txns are full by ops and by bytes (``batches``): large records make few changes a txn. A txn fails
+    whole if one job moved since it was read, so a failed txn is retried change by change and the others
+    still land; a change too large for any txn on its own lands never, and is logged, not raised, so one
+    record cannot stop every other write. ``fence`` joins every txn; if it fails, ``FenceFailed`` is
+    raised and nothing more is written. ``on_landed`` hears of each landed batch and its revision at once.
     """
-    limit = store.max_txn_ops
-    batches: list[list[W]] = [[]]
-    size = 0
-    for change in changes:
-        batch = batches[-1]
-        if batch and (size + len(change.ops) > limit or len(batch) + 2 > limit):
-            batches.append(batch := [])
-            size = 0
-        batch.append(change)
-        size += len(change.ops)
     extra = [fence] if fence is not None else []
+    # One compare a change and the fence: a txn of n changes (each of one op or more) has n + 1 compares.
+    groups = batches(changes, lambda change: change.ops, store.max_txn_ops - 1)
 
     async def attempt(batch: list[W]) -> bool:
-        result = await store.txn([*(change.guard for change in batch), *extra], [op for c in batch for op in c.ops], [])
+        guards = [*(change.guard for change in batch), *extra]
+        try:
+            result = await store.txn(guards, [op for c in batch for op in c.ops], [])
+        except RequestTooLarge as exc:
+            if len(batch) == 1:
+                key = batch[0].guard.key
+                log.error("a change too large for one etcd request was not written", key=key, error=str(exc))
+            return False
         if result.succeeded and on_landed is not None:
             on_landed(batch, result.revision)
         return result.succeeded
@@ -220,7 +223,7 @@ async def commit_batched(
                 raise FenceFailed("the fence no longer holds")
             return [change for change in batch if len(batch) > 1 and await attempt([change])]
 
-    results = await asyncio.gather(*(send(batch) for batch in batches if batch))
+    results = await asyncio.gather(*(send(batch) for batch in groups))
     return [change for landed in results for change in landed]
 
 
@@ -266,8 +269,9 @@ class JobRepository:
                 Op.delete(keys.job_index(record.state.value, record.queue, record.id)),
             )
         ]
-        for start in range(0, len(ops), 2 * JOBS_PER_TXN):
-            await self.store.txn([], ops[start : start + 2 * JOBS_PER_TXN], [])
+        size = self.store.max_txn_ops  # deletes carry keys alone: the op limit is the only bound
+        for start in range(0, len(ops), size):
+            await self.store.txn([], ops[start : start + size], [])
 
     async def get(self, job_id: str) -> StoredJob:
         kv = await self.store.get(keys.job(job_id))

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation import keys
-from federation.jobs import JOBS_PER_TXN, write_ops
+from federation.jobs import write_ops
 from federation.models import JobRecord
 from federation.store import Compare, KeyValue, Op, Store, StoreError, StoreUnavailable, get_many, put_many
-from federation.store.bulk import MAX_BATCH_BYTES
+from federation.store.base import payload_bytes
+from federation.store.bulk import MAX_BATCH_BYTES, batches
 from policies.clock import Clock
 
 IDEMPOTENCY_TTL = 24 * 3600.0
@@ -107,7 +108,7 @@ class Submits:
         await self.sweep()
         items = [(record, record.to_bytes()) for record in records]
         ops = [op for record, raw in items for op in write_ops(record, raw)]
-        if len(ops) < self._store.max_txn_ops and sum(len(op.value) for op in ops) <= MAX_BATCH_BYTES:
+        if len(ops) < self._store.max_txn_ops and payload_bytes(ops) <= MAX_BATCH_BYTES:
             await self._at_once(request, ops, answer)
             return
         journal = {
@@ -221,15 +222,6 @@ def _stage(request_id: str, raws: Sequence[bytes]) -> list[tuple[str, bytes]]:
 
 async def _publish(store: Store, items: Sequence[tuple[JobRecord, bytes]], in_flight: int = 4) -> None:
     """Write each record and its index entry unless the job is there already (published before)."""
-    batches: list[list[tuple[JobRecord, bytes]]] = [[]]
-    size = 0
-    for item in items:
-        cost = 2 * len(item[1])
-        if batches[-1] and (len(batches[-1]) >= JOBS_PER_TXN or size + cost > MAX_BATCH_BYTES):
-            batches.append([])
-            size = 0
-        batches[-1].append(item)
-        size += cost
     gate = asyncio.Semaphore(in_flight)
 
     async def send(batch: list[tuple[JobRecord, bytes]]) -> None:
@@ -243,4 +235,6 @@ async def _publish(store: Store, items: Sequence[tuple[JobRecord, bytes]], in_fl
                 if kv is None:
                     await store.txn([Compare.missing(keys.job(record.id))], write_ops(record, raw), [])
 
-    await asyncio.gather(*(send(batch) for batch in batches if batch))
+    # A job's guard and its two ops: ``max_txn_ops`` ops are half as many jobs, as many guards.
+    groups = batches(items, lambda item: write_ops(*item), store.max_txn_ops)
+    await asyncio.gather(*(send(batch) for batch in groups))

@@ -21,7 +21,8 @@ from typing import Any
 
 from federation import keys
 from federation.store import Op, Store
-from federation.store.bulk import MAX_BATCH_BYTES
+from federation.store.base import payload_bytes
+from federation.store.bulk import MAX_BATCH_BYTES, batches
 
 QUEUES = f"{keys.USAGE}queues"
 TENANTS = f"{keys.USAGE}tenants/"
@@ -51,26 +52,18 @@ def parse_history_key(key: str) -> tuple[tuple[str, str, str], float, float]:
 async def write_groups(store: Store, groups: Iterable[Sequence[Op]], max_bytes: int = MAX_BATCH_BYTES) -> int:
     """Run the ops in as few txns as fit etcd's limits, never splitting a group that fits in one
     (a group larger than one txn goes in several); returns the last revision."""
+    max_ops = store.max_txn_ops
+
+    def fitting() -> Iterator[Sequence[Op]]:
+        for group in groups:
+            if len(group) <= max_ops and payload_bytes(group) <= max_bytes:
+                yield group
+            else:  # in as few txns as it fills
+                yield from batches(group, lambda op: (op,), max_ops, max_bytes)
+
     revision = 0
-    batch: list[Op] = []
-    size = 0
-    for group in groups:
-        cost = sum(len(op.key) + len(op.value) for op in group)
-        if batch and (len(batch) + len(group) > store.max_txn_ops or size + cost > max_bytes):
-            revision = (await store.txn((), batch)).revision
-            batch, size = [], 0
-        if len(group) <= store.max_txn_ops and cost <= max_bytes:
-            batch += group
-            size += cost
-            continue
-        for op in group:
-            if batch and (len(batch) >= store.max_txn_ops or size + len(op.key) + len(op.value) > max_bytes):
-                revision = (await store.txn((), batch)).revision
-                batch, size = [], 0
-            batch.append(op)
-            size += len(op.key) + len(op.value)
-    if batch:
-        revision = (await store.txn((), batch)).revision
+    for batch in batches(fitting(), lambda group: group, max_ops, max_bytes):
+        revision = (await store.txn((), [op for group in batch for op in group])).revision
     return revision or await store.revision()
 
 

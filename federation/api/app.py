@@ -45,6 +45,8 @@ from federation.ui import routes as ui
 from federation.watch import WatchLimiter
 from policies.clock import Clock, SystemClock
 
+_SILENT = {"ok": False, "failures": 0, "error": "the scheduler did not answer", "since": None, "last_good": None}
+
 
 def create_app(
     store: Store,
@@ -109,10 +111,16 @@ def create_app(
 
     @app.get("/healthz", tags=["health"], response_model=Health)
     async def healthz() -> dict[str, object]:
-        """``leader``: whether this replica's scheduler leads (None when it runs no scheduler)."""
+        """``leader``: whether this replica's scheduler leads; ``scheduler``: whether its loop gets through
+        its turns (both None when it runs no scheduler). ``ok`` is false while that loop is failing, or
+        did not answer: the API still serves (so 200), but nothing is scheduled by this replica."""
         scheduler = getattr(app.state, "scheduler", None)
-        leader = None if scheduler is None else (await scheduler.status()).leads
-        return {"ok": True, "revision": await store.revision(), "leader": leader}
+        revision = await store.revision()
+        if scheduler is None:
+            return {"ok": True, "revision": revision, "leader": None, "scheduler": None}
+        status = await scheduler.status()
+        health = status.health if status.health is not None else _SILENT
+        return {"ok": bool(health["ok"]), "revision": revision, "leader": status.leads, "scheduler": health}
 
     @app.get("/metrics", tags=["health"], response_class=PlainTextResponse, responses=ERROR_RESPONSES)
     async def metrics(who: Caller) -> Response:

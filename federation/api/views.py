@@ -189,10 +189,21 @@ class Identity(_View):
     token_id: str
 
 
+class SchedulerHealth(_View):
+    """Whether this replica's scheduler loop gets through its turns (``federation.scheduler.health``)."""
+
+    ok: bool
+    failures: int
+    error: str
+    since: float | None
+    last_good: float | None
+
+
 class Health(_View):
     ok: bool
     revision: int
     leader: bool | None
+    scheduler: SchedulerHealth | None = None
 
 
 class JobHistory(_View):

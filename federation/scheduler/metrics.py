@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 if TYPE_CHECKING:
     from federation.models import JobRecord
     from federation.scheduler.cycle import CyclePlan
+    from federation.scheduler.health import LoopHealth
     from federation.scheduler.state import FederationState
 
 CYCLE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -61,6 +62,27 @@ class SchedulerMetrics:
         self.defragmentations = Counter(
             "fedq_store_defragmentations", "etcd members defragmented (store.defragAbove)", registry=r
         )
+        self.failed_turns = Counter(
+            "fedq_scheduler_failed_turns",
+            "Turns of the scheduler's loop that failed (store errors, faults)",
+            registry=r,
+        )
+        self.failing_turns = Gauge(
+            "fedq_scheduler_failing_turns",
+            "Turns of the scheduler's loop failed in a row (0: the last one was good)",
+            registry=r,
+        )
+        self.last_good_turn = Gauge(
+            "fedq_scheduler_last_good_turn_timestamp_seconds",
+            "When the scheduler's loop last got through a turn (epoch seconds; 0: never)",
+            registry=r,
+        )
+
+    def observe_turn(self, health: LoopHealth) -> None:
+        """The loop's health after a turn (the failed turn itself is counted where it fails)."""
+        self.failing_turns.set(health.failures)
+        if health.last_good is not None:
+            self.last_good_turn.set(health.last_good)
 
     def observe_cycle(
         self,

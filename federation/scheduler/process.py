@@ -19,6 +19,7 @@ import threading
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event as ProcessEvent
+from typing import Any
 
 import structlog
 from prometheus_client import generate_latest
@@ -39,6 +40,7 @@ ANSWER_WITHIN = 5.0  # seconds the API waits for the scheduler's answer before c
 class SchedulerStatus:
     leads: bool
     metrics: bytes  # the scheduler's series, Prometheus text; empty unless asked for
+    health: dict[str, Any] | None  # its loop's (``LoopHealth.view``); None: it did not answer
 
 
 class SchedulerTask:
@@ -57,7 +59,7 @@ class SchedulerTask:
     async def status(self, metrics: bool = False) -> SchedulerStatus:
         """Whether it leads and, with ``metrics``, its series (a health check needs only the first)."""
         text = generate_latest(self.metrics.registry) if metrics else b""
-        return SchedulerStatus(self.service.election.is_leader, text)
+        return SchedulerStatus(self.service.election.is_leader, text, self.service.health.view())
 
     async def stop(self) -> None:
         self._stop.set()
@@ -95,11 +97,11 @@ class SchedulerProcess:
                     self._pipe.recv()
                 self._pipe.send(metrics)
                 if self._pipe.poll(ANSWER_WITHIN):
-                    leads, text = self._pipe.recv()
-                    return SchedulerStatus(leads, text)
+                    leads, text, health = self._pipe.recv()
+                    return SchedulerStatus(leads, text, health)
             except (EOFError, OSError):
                 pass
-            return SchedulerStatus(False, b"")
+            return SchedulerStatus(False, b"", None)
 
     async def stop(self) -> None:
         self._stop.set()
@@ -152,7 +154,8 @@ async def _schedule(
         with contextlib.suppress(EOFError, OSError):
             while True:
                 wanted = pipe.recv()
-                pipe.send((service.election.is_leader, generate_latest(metrics.registry) if wanted else b""))
+                text = generate_latest(metrics.registry) if wanted else b""
+                pipe.send((service.election.is_leader, text, service.health.view()))
 
     threading.Thread(target=wait_for_stop, name="fedq-scheduler-stop", daemon=True).start()
     threading.Thread(target=answer, name="fedq-scheduler-answer", daemon=True).start()

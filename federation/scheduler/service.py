@@ -30,9 +30,10 @@ from federation.models.cluster import ClusterRecord, LatestReport
 from federation.reports.source import queue_half_lives
 from federation.scheduler.cycle import CyclePlan
 from federation.scheduler.dispatch import Committer, Deposed, StorePort
+from federation.scheduler.health import LoopHealth
 from federation.scheduler.metrics import SchedulerMetrics
 from federation.scheduler.state import FederationState
-from federation.scheduler.status import status_of
+from federation.scheduler.status import failing_body, status_of
 from federation.scheduler.turn import Turn
 from federation.scheduler.upkeep import StoreUpkeep
 from federation.store import CompactedError, KeyValue, Store, StoreError, WatchEvent
@@ -77,6 +78,8 @@ class SchedulerService:
         self._watch: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._published = b""
+        self._status: bytes | None = None  # the status last written, which a failing loop adds to
+        self.health = LoopHealth()
         self.applied_revision = 0
         self._syncs: list[tuple[int, asyncio.Future[None]]] = []  # (revision, waiter) for sync()
 
@@ -247,14 +250,42 @@ class SchedulerService:
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             self._wake.clear()  # what happens during the cycle wakes the next one
-            try:
-                await self.step()
-            except StoreError as exc:
-                log.warning("store error in scheduler loop", error=str(exc))
+            await self.turn_once()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wait(stop), timeout=self.config.cycle_period)
             await asyncio.sleep(DEBOUNCE)  # let a burst of submits or reports land in one cycle
         await self.close()
+
+    async def turn_once(self) -> None:
+        """One turn of the loop (``step``), its outcome noted in ``health`` and the metrics. Any failure
+        is survived, a store's or a fault's, so one bad turn never ends the loop; one that keeps
+        failing says so (``LoopHealth``)."""
+        try:
+            await self.step()
+        except StoreError as exc:
+            log.warning("store error in scheduler loop", error=str(exc))
+            await self._failed(str(exc))
+        except Exception as exc:
+            log.exception("fault in scheduler loop")
+            await self._failed(f"{type(exc).__name__}: {exc}")
+        else:
+            ended = self.health.succeeded(self.clock.now())
+            if ended:
+                log.info("scheduler loop recovered", failed_turns=ended)
+        self.metrics.observe_turn(self.health)
+
+    async def _failed(self, error: str) -> None:
+        """Note a failed turn; when it makes the loop failing, tell (an error log line, and a leader
+        publishes it in its status for ``fedq explain``, which a store refusing only large writes takes)."""
+        self.metrics.failed_turns.inc()
+        if not self.health.failed(error, self.clock.now()):
+            return
+        view = self.health.view()
+        log.error("scheduler loop failing", failures=view["failures"], since=view["since"], error=error)
+        if self.leading:
+            with contextlib.suppress(StoreError):
+                await self.store.put(keys.STATUS, failing_body(self._status, view))
+            self._published = b""  # the next good cycle writes its status, without the failure
 
     async def step(self) -> CyclePlan | None:
         """One turn: follow the store, and if this replica leads, one cycle (its plan is returned)."""
@@ -323,8 +354,9 @@ class SchedulerService:
             self._wake.set()  # a deep backlog: the next cycle starts at once
         published = status_of(plan, self.state)
         if published.compared != self._published:
-            await self.store.put(keys.STATUS, published.body(now))
-            self._published = published.compared
+            body = published.body(now)
+            await self.store.put(keys.STATUS, body)
+            self._published, self._status = published.compared, body
         if now - self._saved_at >= self.save_every:
             await self.accountant.save(self.store, self.applied_revision)
             self._saved_at = now

@@ -1,20 +1,25 @@
 """What the leader publishes for ``fedq explain`` after each cycle (``status/scheduler``): the reasons
-jobs wait, reservations, the line of waiting jobs as the cycle took them up, the cycle's time.
+jobs wait, reservations, the line of waiting jobs as the cycle took them up, the cycle's time; and,
+while its cycles keep failing, that they do (``failing``), beside what the last good cycle published.
 
 Any API replica answers explain from it. Only the first ``MAX_PUBLISHED_JOBS`` of each list are kept,
-so a deep backlog does not make the status a large write every cycle.
+fewer if that would not fit one txn, so a deep backlog does not make the status a large write every
+cycle, nor one etcd refuses.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from federation.scheduler.cycle import CyclePlan
 from federation.scheduler.state import FederationState
+from federation.store.bulk import MAX_BATCH_BYTES
 
 MAX_PUBLISHED_JOBS = 2000  # per-job entries in the published status: reasons, and the line
+_TIME_BYTES = 64  # the time the body adds to the compared fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,20 +32,36 @@ class Status:
 
 
 def status_of(plan: CyclePlan, state: FederationState) -> Status:
+    """The status of ``plan``: its first ``MAX_PUBLISHED_JOBS`` of each list, fewer (halved until it
+    fits) when that is over what one txn carries (``MAX_BATCH_BYTES``), so the put never fails the cycle."""
+    keep = MAX_PUBLISHED_JOBS
+    while True:
+        fields = _fields(plan, state, keep)
+        compared = json.dumps(fields, sort_keys=True).encode()
+        if len(compared) <= MAX_BATCH_BYTES - _TIME_BYTES or keep == 0:
+            return Status(fields, compared)
+        keep //= 2
+
+
+def _fields(plan: CyclePlan, state: FederationState, keep: int) -> dict[str, Any]:
     def tenant_of(job_id: str) -> str | None:
         entry = state.entries.get(job_id)
         return entry.info.tenant if entry is not None else None
 
-    reasons = dict(list(plan.reasons.items())[:MAX_PUBLISHED_JOBS])
-    fields = {
+    return {
         "cycle_seconds": round(plan.seconds, 4),
-        "reasons": {job: [[r.code, r.source, r.message] for r in rs] for job, rs in reasons.items()},
+        "reasons": {job: [[r.code, r.source, r.message] for r in rs] for job, rs in islice(plan.reasons.items(), keep)},
         "queue_reasons": {q: [r.code, r.source, r.message] for q, r in plan.queue_reasons.items()},
         "reservations": {
             job: {"clusters": r.nodes, "start": r.start, "end": r.end, "tenant": tenant_of(job)}
-            for job, r in plan.reservations.items()
+            for job, r in islice(plan.reservations.items(), keep)
         },
-        "unschedulable": plan.unschedulable,
-        "line": plan.line[:MAX_PUBLISHED_JOBS],
+        "unschedulable": dict(islice(plan.unschedulable.items(), keep)),
+        "line": plan.line[:keep],
     }
-    return Status(fields, json.dumps(fields, sort_keys=True).encode())
+
+
+def failing_body(last: bytes | None, health: dict[str, Any]) -> bytes:
+    """The last published status (``last``; None: none yet) with the loop's failure added, so whoever
+    asks why a job waits hears that no cycle gets through."""
+    return json.dumps({**(json.loads(last) if last is not None else {}), "failing": health}).encode()

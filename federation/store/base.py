@@ -5,10 +5,14 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Sequence
 from typing import Protocol
 
+from federation.store.errors import RequestTooLarge
 from federation.store.types import Compare, KeyValue, MemberSpace, Op, StoreSnapshot, TxnResult, WatchEvent
 
 DEFAULT_PREFIX = "/fedq/"
 DEFAULT_MAX_TXN_OPS = 128
+MAX_REQUEST_BYTES = 3 * 512 * 1024
+"""etcd's default ``--max-request-bytes``, which the federation's etcd keeps: a txn over it is refused
+whole (as are its gRPC messages over it plus 512 KiB: "received message larger than max")."""
 
 
 class Store(Protocol):
@@ -81,6 +85,11 @@ class Store(Protocol):
     async def close(self) -> None: ...
 
 
+def payload_bytes(ops: Sequence[Op]) -> int:
+    """What ops carry to etcd, keys and values: the measure every txn's size is bounded by."""
+    return sum(len(op.key) + len(op.value) for op in ops)
+
+
 def check_txn(compares: Sequence[Compare], success: Sequence[Op], failure: Sequence[Op], max_ops: int) -> None:
     """Reject what etcd rejects before sending it, so both backends fail alike and early."""
     for name, items in (("compares", compares), ("success ops", success), ("failure ops", failure)):
@@ -88,6 +97,9 @@ def check_txn(compares: Sequence[Compare], success: Sequence[Op], failure: Seque
             raise ValueError(f"txn has {len(items)} {name}; the limit is {max_ops} (max_txn_ops)")
     for ops in (success, failure):
         _check_overlaps(ops)
+        size = payload_bytes(ops)
+        if size > MAX_REQUEST_BYTES:
+            raise RequestTooLarge(f"txn carries {size} bytes; etcd takes at most {MAX_REQUEST_BYTES} a request")
 
 
 def _check_overlaps(ops: Sequence[Op]) -> None:

@@ -4,13 +4,18 @@ requests one after another."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TypeVar
 
-from federation.store.base import Store
+from federation.store.base import Store, payload_bytes
+from federation.store.errors import RequestTooLarge
 from federation.store.types import KeyValue, Op, TxnResponse, TxnResult
 
 MAX_BATCH_BYTES = 1 << 20
-"""Below etcd's 1.5 MiB request limit, with room for keys and framing."""
+"""What one batched txn carries at most: below etcd's 1.5 MiB request limit (``MAX_REQUEST_BYTES``),
+with room for the key prefix, compares and framing. Every writer that batches goes by it (``batches``)."""
+
+G = TypeVar("G")
 
 
 async def put_many(
@@ -29,7 +34,8 @@ async def put_many(
     pending: set[asyncio.Task[TxnResult]] = set()
     revision = 0
     try:
-        for batch in _batches(items, store.max_txn_ops, max_batch_bytes):
+        puts = (Op.put(key, value) for key, value in items)
+        for batch in batches(puts, lambda op: (op,), store.max_txn_ops, max_batch_bytes):
             if len(pending) >= in_flight:
                 done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 revision = max(revision, _last_revision(done))
@@ -58,6 +64,8 @@ async def count_many(store: Store, prefixes: Sequence[str], *, in_flight: int = 
 
 
 async def _read_many(store: Store, ops: Sequence[Op], in_flight: int) -> list[TxnResponse]:
+    """Reads in txns of up to ``store.max_txn_ops`` ops; a txn whose answer is over gRPC's receive limit
+    (128 large records can be) is asked again in halves, so no size of record makes a read fail."""
     if in_flight < 1:
         raise ValueError("in_flight must be at least 1")
     size = store.max_txn_ops
@@ -65,7 +73,13 @@ async def _read_many(store: Store, ops: Sequence[Op], in_flight: int) -> list[Tx
 
     async def read(chunk: Sequence[Op]) -> list[TxnResponse]:
         async with gate:
-            return (await store.txn((), chunk)).responses
+            try:
+                return (await store.txn((), chunk)).responses
+            except RequestTooLarge:
+                if len(chunk) == 1:
+                    raise
+        half = len(chunk) // 2
+        return [*await read(chunk[:half]), *await read(chunk[half:])]
 
     chunks = await asyncio.gather(*(read(ops[i : i + size]) for i in range(0, len(ops), size)))
     return [value for chunk in chunks for value in chunk]
@@ -79,15 +93,22 @@ def _last_revision(done: set[asyncio.Task[TxnResult]]) -> int:
     return max(task.result().revision for task in done)
 
 
-def _batches(items: Iterable[tuple[str, bytes]], max_ops: int, max_bytes: int) -> Iterator[list[Op]]:
-    batch: list[Op] = []
-    size = 0
-    for key, value in items:
-        cost = len(key) + len(value)
-        if batch and (len(batch) >= max_ops or size + cost > max_bytes):
+def batches(
+    groups: Iterable[G], ops_of: Callable[[G], Sequence[Op]], max_ops: int, max_bytes: int = MAX_BATCH_BYTES
+) -> Iterator[list[G]]:
+    """The groups in order, in as few batches as keep each within ``max_ops`` ops and ``max_bytes`` of
+    payload (``payload_bytes``), a group never split: one over either bound is a batch of its own, which
+    the store refuses (``RequestTooLarge``) only if it is over the request limit itself."""
+    batch: list[G] = []
+    ops = size = 0
+    for group in groups:
+        group_ops = ops_of(group)
+        cost = payload_bytes(group_ops)
+        if batch and (ops + len(group_ops) > max_ops or size + cost > max_bytes):
             yield batch
-            batch, size = [], 0
-        batch.append(Op.put(key, value))
+            batch, ops, size = [], 0, 0
+        batch.append(group)
+        ops += len(group_ops)
         size += cost
     if batch:
         yield batch

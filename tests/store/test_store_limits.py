@@ -7,7 +7,17 @@ import asyncio
 
 import pytest
 
-from federation.store import EtcdServer, EtcdStore, MemoryStore, Op, RequestTooLarge, StoreFull, put_many
+from federation.store import (
+    EtcdServer,
+    EtcdStore,
+    MemoryStore,
+    Op,
+    RequestTooLarge,
+    StoreFull,
+    get_many,
+    put_many,
+)
+from federation.store.base import MAX_REQUEST_BYTES
 from policies.clock import SystemClock
 
 pytestmark = pytest.mark.etcd
@@ -28,14 +38,42 @@ async def test_a_range_over_more_than_grpcs_receive_limit_reads_whole(private_et
     await store.close()
 
 
-@pytest.mark.parametrize("puts", [3, 5], ids=["over-etcds-limit", "over-grpcs-limit"])
+async def test_get_many_over_more_than_grpcs_receive_limit_reads_whole(private_etcd: EtcdServer) -> None:
+    """70 records of 1 MiB: one txn of their 70 gets would answer over the client's 64 MiB receive limit
+    (the txns of ``store.max_txn_ops`` gets could, with large records); it is asked again in halves."""
+    store = EtcdStore(private_etcd.connection)
+    items = [(f"jobs/{i:03d}", bytes([i]) * MIB) for i in range(70)]
+    await put_many(store, items, max_batch_bytes=MIB + 64)
+
+    found = await get_many(store, [key for key, _ in items])
+
+    assert [kv.value if kv is not None else None for kv in found] == [value for _, value in items]
+    await store.close()
+
+
+@pytest.mark.parametrize("size", [MIB + MIB // 2 + 1024, 5 * MIB // 2], ids=["over-etcds-limit", "over-grpcs-limit"])
 async def test_a_request_over_etcds_limit_is_request_too_large(
-    etcd_server: EtcdServer, store_prefix: str, puts: int
+    etcd_server: EtcdServer, store_prefix: str, size: int
 ) -> None:
-    """etcd refuses over 1.5 MiB itself, and its gRPC server over 2 MiB: both are RequestTooLarge."""
+    """etcd refuses over 1.5 MiB itself, and its gRPC server over 2 MiB: both are RequestTooLarge (a put:
+    a txn that large is refused before it is sent)."""
     store = EtcdStore(etcd_server.connection, prefix=store_prefix)
     with pytest.raises(RequestTooLarge):
-        await store.txn([], [Op.put(f"big/{i}", b"x" * 512 * 1024) for i in range(puts)])
+        await store.put("big/0", b"x" * size)
+    assert await store.range("big/") == []
+    await store.close()
+
+
+@pytest.mark.parametrize("backend", ["memory", "etcd"])
+async def test_a_txn_over_etcds_request_limit_is_refused_alike_before_it_is_sent(
+    etcd_server: EtcdServer, store_prefix: str, backend: str
+) -> None:
+    """Both backends refuse a txn whose keys and values are over ``MAX_REQUEST_BYTES``, and write nothing
+    of it, so code run on the memory store meets the limit it will meet on etcd."""
+    store = MemoryStore() if backend == "memory" else EtcdStore(etcd_server.connection, prefix=store_prefix)
+    ops = [Op.put(f"big/{i}", b"x" * 512 * 1024) for i in range(3)]
+    with pytest.raises(RequestTooLarge, match=str(MAX_REQUEST_BYTES)):
+        await store.txn([], ops)
     assert await store.range("big/") == []
     await store.close()
 
