@@ -85,7 +85,8 @@ class CutShort:
         self.store = store
         self.kill = kill
         self.die = die
-        self.killed_at = 0.0  # time.monotonic() of the kill
+        self.fired = False
+        self.killed_at = 0.0  # time.monotonic() once the kill is done
         self.cut = asyncio.Event()  # etcd was killed, or the replica died
         self.committed: list[str] = []  # the ids in the answer of the commit txn the replica died after
         self._publishing = itertools.count(1)
@@ -96,20 +97,29 @@ class CutShort:
     async def txn(self, compares: Sequence[Any], success: Sequence[Op], failure: Sequence[Op] = ()) -> Any:
         kill = self.kill
         if kill is not None and _publishes(success) and next(self._publishing) == KILL_AT:
-            self.kill = None
-            killing = asyncio.get_running_loop().run_in_executor(None, kill)
+            self.kill, self.fired = None, True
+            loop = asyncio.get_running_loop()
+
+            def kill_and_note() -> None:  # noted from the thread: the txn may be cancelled while the kill goes on
+                kill()
+                loop.call_soon_threadsafe(self._killed)
+
+            killing = loop.run_in_executor(None, kill_and_note)
             try:
                 return await self.store.txn(compares, success, failure)
             finally:
                 await killing
-                self.killed_at = time.monotonic()
-                self.cut.set()
         result = await self.store.txn(compares, success, failure)
         if self.die and result.succeeded and (commit := _commit(success)) is not None:
             self.committed = list(json.loads(commit.value)["answer"]["ids"])
+            self.fired = True
             self.cut.set()
             await asyncio.Event().wait()  # dead: nothing after the commit runs
         return result
+
+    def _killed(self) -> None:
+        self.killed_at = time.monotonic()
+        self.cut.set()
 
 
 @asynccontextmanager
@@ -192,9 +202,11 @@ async def _watch_until_all_seen(
 
 
 async def _cut(store: CutShort, posting: asyncio.Task[Any]) -> None:
-    """Wait until the request was cut short."""
+    """Wait until the request was cut short: its kill done, or its replica dead."""
     cut = asyncio.create_task(store.cut.wait())
     await asyncio.wait([cut, posting], timeout=ANSWER_WITHIN, return_when=asyncio.FIRST_COMPLETED)
+    if store.fired:  # the request may end while the kill is under way
+        await asyncio.wait([cut], timeout=ANSWER_WITHIN)
     cut.cancel()
     assert store.cut.is_set(), f"the request ended before it was cut short: {posting}"
 
