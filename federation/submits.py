@@ -11,14 +11,19 @@ visible, and a failure leaves only staged chunks, which the sweep deletes once `
 after it, the request is accepted, and its jobs are published into ``jobs/`` and the index, each put
 guarded by the job being absent, so publishing again after a crash writes each job once. Then the
 journal closes: its chunks and the open journal go, and for a keyed request ``submits/done/<request>``
-keeps the answer for ``IDEMPOTENCY_TTL`` on a lease, so etcd removes it. A commit cut short by a
-failure is finished by the request's own retry, or by the next submit's sweep on any replica.
+keeps the answer for ``IDEMPOTENCY_TTL`` on a lease, so etcd removes it.
+
+A request is answered once its jobs are published: a store failure while publishing is retried for up
+to ``PUBLISH_WAIT`` (a 201 names only jobs every reader sees). Past that, or if the replica dies after
+the commit, the request is finished by its own retry, by the next submit's sweep on any replica, and
+by the leader's upkeep, which sweeps every ``FINISH_EVERY``, on its own, within seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import json
 import secrets
 from collections.abc import Sequence
@@ -39,6 +44,13 @@ STALE_AFTER = 120.0
 """A staged request this old was abandoned by its server (no request takes so long): the sweep drops it."""
 SWEEP_EVERY = 30.0
 """How often a replica's submits first sweep abandoned and unfinished requests (at once after a failure)."""
+FINISH_EVERY = 2.0
+"""How often the leader sweeps: what a failure or a replica's death left unpublished is published by
+the federation itself within seconds, not at the next submit."""
+PUBLISH_WAIT = 15.0
+"""Seconds an accepted request retries its publish through store failures before it is answered 503
+(under a client's usual 30 s timeout; etcd elects a leader or restarts well within it)."""
+_RETRY_PAUSES = (0.1, 0.2, 0.5, 1.0)
 _CHUNK_BYTES = 512 * 1024
 MAX_KEY_LENGTH = 255
 
@@ -53,6 +65,11 @@ class InProgress(Exception):
 
 class OutcomeUnknown(StoreUnavailable):
     """The commit was sent but its answer lost: the request may yet be accepted (a retry with its key tells)."""
+
+
+class Unpublished(StoreUnavailable):
+    """The request is accepted but the store failed while its jobs were published, for ``PUBLISH_WAIT``:
+    the federation publishes them once the store is back (a retry with its key answers its ids then)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +94,7 @@ class Submits:
         self._store = store
         self._clock = clock
         self._swept = float("-inf")
+        self._committed: set[tuple[str, int]] = set()  # (journal, revision) found committed by the last sweep
 
     async def replay(self, request: Request) -> dict[str, Any] | None:
         """The first answer to a keyed request seen before (finishing its commit if it was cut short);
@@ -95,7 +113,7 @@ class Submits:
             if done is not None:
                 return dict(body["answer"])
             if body["state"] == "committed":
-                await self._finish(request.id, journal)
+                await self._published(request.id, journal)
                 return dict(body["answer"])
             if await self._forget(request.id, journal.mod_revision):
                 return None
@@ -103,8 +121,8 @@ class Submits:
 
     async def submit(self, request: Request, records: Sequence[JobRecord], answer: dict[str, Any]) -> None:
         """Write ``records`` all or none; raises having made nothing visible, except ``OutcomeUnknown``
-        (the answer of the txn that makes them visible was lost). A request that fits one txn is that
-        txn; a larger one is staged, committed and published."""
+        (the answer of the txn that makes them visible was lost) and ``Unpublished``. A request that
+        fits one txn is that txn; a larger one is staged, committed and published."""
         await self.sweep()
         items = [(record, record.to_bytes()) for record in records]
         ops = [op for record, raw in items for op in write_ops(record, raw)]
@@ -139,11 +157,7 @@ class Submits:
             raise OutcomeUnknown(str(exc)) from exc
         if not commit.succeeded:
             raise StoreUnavailable("the submit took too long and was dropped; nothing was written, try again")
-        kv = KeyValue(opened, committed, commit.revision, commit.revision, 2)
-        try:
-            await self._finish(request.id, kv, items)
-        except StoreError:
-            self._swept = float("-inf")  # accepted: the next submit's sweep publishes the rest
+        await self._published(request.id, KeyValue(opened, committed, commit.revision, commit.revision, 2), items)
 
     async def _at_once(self, request: Request, ops: list[Op], answer: dict[str, Any]) -> None:
         """One txn: the jobs, and for a keyed request its answer, guarded by no other attempt holding the key."""
@@ -161,19 +175,44 @@ class Submits:
         if not result.succeeded:
             raise InProgress(request.id)
 
-    async def sweep(self) -> None:
-        """Drop abandoned staged requests and finish committed ones, at most every ``SWEEP_EVERY``."""
+    async def sweep(self, every: float = SWEEP_EVERY, *, patient: bool = False) -> None:
+        """Drop abandoned staged requests and finish committed ones, at most every ``every``.
+        ``patient`` (the leader's): finish only those found committed, unchanged, by the previous sweep
+        too, so a request its own replica is publishing now is not published twice at once."""
         now = self._clock.now()
-        if now - self._swept < SWEEP_EVERY:
+        if now - self._swept < every:
             return
         self._swept = now
+        committed: set[tuple[str, int]] = set()
         for journal in await self._store.range(keys.OPEN_SUBMITS):
             body = json.loads(journal.value)
             request_id = journal.key.rsplit("/", 1)[1]
             if body["state"] == "committed":
-                await self._finish(request_id, journal)
+                committed.add((journal.key, journal.mod_revision))
+                if not patient or (journal.key, journal.mod_revision) in self._committed:
+                    await self._finish(request_id, journal)
             elif body["created"] <= now - STALE_AFTER:
                 await self._forget(request_id, journal.mod_revision)
+        self._committed = committed
+
+    async def _published(
+        self, request_id: str, journal: KeyValue, items: Sequence[tuple[JobRecord, bytes]] | None = None
+    ) -> None:
+        """Finish a committed request before it is answered, retrying through store failures for up to
+        ``PUBLISH_WAIT``; past it, ``Unpublished`` (the sweeps finish it)."""
+        failed = "the store did not answer"
+        try:
+            async with asyncio.timeout(PUBLISH_WAIT):
+                for attempt in itertools.count():
+                    try:
+                        await self._finish(request_id, journal, items)
+                        return
+                    except StoreError as exc:
+                        failed = str(exc)
+                    await asyncio.sleep(_RETRY_PAUSES[min(attempt, len(_RETRY_PAUSES) - 1)])
+        except TimeoutError:
+            self._swept = float("-inf")  # this replica's next submit sweeps too
+            raise Unpublished(failed) from None
 
     async def _finish(
         self, request_id: str, journal: KeyValue, items: Sequence[tuple[JobRecord, bytes]] | None = None
@@ -237,4 +276,11 @@ async def _publish(store: Store, items: Sequence[tuple[JobRecord, bytes]], in_fl
 
     # A job's guard and its two ops: ``max_txn_ops`` ops are half as many jobs, as many guards.
     groups = batches(items, lambda item: write_ops(*item), store.max_txn_ops)
-    await asyncio.gather(*(send(batch) for batch in groups))
+    sends = [asyncio.ensure_future(send(batch)) for batch in groups]
+    try:
+        await asyncio.gather(*sends)
+    except BaseException:
+        for sending in sends:
+            sending.cancel()  # a failed publish ends whole before anyone publishes again
+        await asyncio.gather(*sends, return_exceptions=True)
+        raise

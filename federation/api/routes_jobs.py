@@ -22,7 +22,7 @@ from federation.jobs import Conflict, NotFound, StoredJob, expand, index_ranges
 from federation.lifecycle import Cancel, Hold, transition
 from federation.models import JobManifest, JobRecord, JobState, QueueTree
 from federation.quotas import OverQuota, usage_of
-from federation.submits import MAX_KEY_LENGTH, InProgress, KeyReused, OutcomeUnknown
+from federation.submits import MAX_KEY_LENGTH, InProgress, KeyReused, OutcomeUnknown, Unpublished
 from federation.submits import Request as SubmitRequest
 from federation.watch import Listing
 from policies.units import format_duration
@@ -149,6 +149,8 @@ async def submit(
         replayed = await state.submits.replay(attempt)
     except (KeyReused, InProgress) as exc:
         raise _key_refused(exc) from None
+    except Unpublished as exc:
+        raise _unpublished(exc) from None
     if replayed is not None:
         return replayed
     documents, bulk = _documents(doc, state.config.api.max_jobs_per_request)
@@ -188,6 +190,8 @@ async def submit(
         await state.submits.submit(attempt, records, answer)
     except InProgress as exc:
         raise _key_refused(exc) from None
+    except Unpublished as exc:
+        raise _unpublished(exc) from None
     except OutcomeUnknown:
         raise ApiError(
             503,
@@ -234,6 +238,16 @@ def _key_refused(exc: KeyReused | InProgress) -> ApiError:
         message = "this key was sent with a different request; use a new key for a new request"
         return ApiError(422, f"Idempotency-Key reused: {message}", [{"field": "Idempotency-Key", "message": message}])
     return ApiError(409, "a request with this Idempotency-Key is being handled now: retry in a moment")
+
+
+def _unpublished(exc: Unpublished) -> ApiError:
+    """Accepted, but not every job is readable yet: not a 201, and not a refusal to submit again."""
+    return ApiError(
+        503,
+        "this request was accepted, but the store failed while its jobs were being published "
+        f"({exc}): the federation publishes them within seconds of the store's return. Do not submit it "
+        "again: retry with the same Idempotency-Key for its ids (without one, list your jobs)",
+    )
 
 
 def _record_sizes(expanded: list[list[JobRecord]], prefixes: list[str], limit: int) -> list[int]:

@@ -1,4 +1,5 @@
-"""The leader keeps the store from growing without bound.
+"""The leader keeps the store from growing without bound, and publishes what a failure or a dead replica
+left of an accepted submit (``federation.submits``: every ``FINISH_EVERY``).
 
 Finished jobs leave the store once they have been finished for ``store.keepFinished`` (their usage
 stays in the accounting history; their records and index entries go). etcd keeps every old version
@@ -21,6 +22,7 @@ from federation.jobs import commit_batched
 from federation.scheduler.defrag import Defragmenter
 from federation.scheduler.state import FederationState
 from federation.store import Compare, Op, Store
+from federation.submits import FINISH_EVERY, Submits
 from policies.clock import Clock
 
 log = structlog.get_logger("fedq.upkeep")
@@ -43,10 +45,13 @@ class StoreUpkeep:
         self.clock = clock
         self._mark: tuple[float, int] | None = None  # (time, revision) the next compaction goes back to
         self.defrag = Defragmenter(store, config, clock, defragmented)
+        self.submits = Submits(store, clock)
 
     async def run(self, state: FederationState) -> tuple[int, bool]:
-        """Whatever is due: cheap when nothing is (a heap peek and a clock read). Returns how many
-        finished jobs were removed and whether the history was compacted."""
+        """Whatever is due: cheap when nothing is (a heap peek, a clock read and, every ``FINISH_EVERY``,
+        a read of the open submits). Returns how many finished jobs were removed and whether the history
+        was compacted."""
+        await self.submits.sweep(FINISH_EVERY, patient=True)
         now = self.clock.now()
         due = state.finished_before(now - self.config.keep_finished)
         removed: list[Removal] = []
