@@ -22,6 +22,7 @@ import re
 import ssl
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -316,10 +317,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run(fed: Any, storm: Storm, token: str, tenant: str = "alice") -> tuple[Figures, Figures]:
+def run(
+    fed: Any, storm: Storm, token: str, tenant: str = "alice", on_storm: Callable[[int], None] | None = None
+) -> tuple[Figures, Figures]:
     """Fill ``storm.agents`` clusters with ``storm.jobs`` running jobs through the API and the scheduler,
     then measure the quiet window and the storm window, ``storm.seconds`` each. ``fed`` is a
-    ``tests.e2e.cluster.Federation``; ``token`` its admin token (for ``/metrics``)."""
+    ``tests.e2e.cluster.Federation``; ``token`` its admin token (for ``/metrics``); ``on_storm`` hears the API
+    process's pid as the storm begins (to profile it)."""
     names = [f"storm-{i:03d}" for i in range(storm.agents)]
     credentials = join_all(fed.admin, fed.server.url, fed.ca, names, storm.nodes)
     loader = start_agents(fed.server.url, fed.ca, credentials, storm.nodes, storm.period)
@@ -343,6 +347,8 @@ def run(fed: Any, storm: Storm, token: str, tenant: str = "alice") -> tuple[Figu
         quiet_cpu = cpu_seconds(pid) - cpu
         loader.storm.set()
         time.sleep(storm.period)  # every agent has begun
+        if on_storm is not None:
+            on_storm(pid)
         cpu = cpu_seconds(pid)
         storm_submits, storm_pages, storm_cycles, storm_cycle = window(fed.admin, token, fed.ca, tenant, storm.seconds)
         storm_cpu = cpu_seconds(pid) - cpu
