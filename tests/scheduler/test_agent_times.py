@@ -41,3 +41,24 @@ async def test_a_future_start_or_end_is_taken_as_now_and_an_end_never_precedes_t
     await h.clusters.report("c1", update(JobState.SUCCEEDED, now - 100))
     ended = await h.job(job_id)
     assert (ended.state, ended.end_time) == (JobState.SUCCEEDED, now)
+
+
+async def test_a_start_before_the_dispatch_is_taken_as_the_dispatch(make_harness: HarnessFactory) -> None:
+    """An agent that sends no clock of its own (``sent_at``, from before it was sent) and runs a day
+    behind: its start is taken no earlier than the run was dispatched, so no run is charged for time
+    before it was sent (issue 33, point 5)."""
+    h = await make_harness({}, {"queues": [{"name": "a"}]})
+    await h.join("c1", CPU4)
+    job_id = await h.submit("x", runtime=1000)
+    await h.service.follow()
+    assert await h.service.lead()
+    await h.service.cycle()
+    record = await h.job(job_id)
+    sent = record.events[-1].time
+    assert record.state is JobState.DISPATCHED
+
+    h.clock.advance(10)
+    behind = h.clock.now() - DAY
+    update = StatusUpdate(job_id=job_id, epoch=record.epoch, state=JobState.RUNNING, time=behind)
+    await h.clusters.report("c1", ClusterReport(updates=[update]))
+    assert (await h.job(job_id)).start_time == sent
