@@ -10,21 +10,18 @@ Unreachable, no job is requeued or runs twice, and every job ends Succeeded on i
 from __future__ import annotations
 
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from federation.client import FedqClient
-from federation.launcher import ServerProcess, wait_until
+from federation.launcher import wait_until
 from federation.store import EtcdServer
-from federation.tls import LOOPBACK_NAMES, ThrowawayCA
 from tests.chaos.live_agent import LiveAgent
 from tests.chaos.runs import TERMINAL, assert_no_overlap
-from tests.e2e.cluster import job, leader_of
-from tests.e2e.support import ADMIN_TOKEN, REPO
+from tests.e2e.cluster import job, leader_of, replicas
+from tests.e2e.support import ADMIN_TOKEN
 
 pytestmark = [pytest.mark.etcd, pytest.mark.slow]
 
@@ -55,31 +52,16 @@ def _figures(
 
 
 def test_a_leader_kill_loses_no_cluster_and_requeues_no_running_job(etcd_server: EtcdServer, tmp_path: Path) -> None:
-    config = tmp_path / "federation.yaml"
-    config.write_text(yaml.safe_dump(CONFIG))
-    ca = ThrowawayCA(tmp_path / "tls", time.time())
-    pair = ca.issue("fedq-api", hosts=LOOPBACK_NAMES, server=True)
-    args = ["--queues", str(REPO / "configs" / "queues.yaml"), "--config", str(config)]
-    args += ["--prefix", f"/e2e-{uuid.uuid4().hex}/"]
-    servers = [
-        ServerProcess(
-            etcd_server.connection,
-            tmp_path / f"server{i}.log",
-            args,
-            env={"FEDQ_ADMIN_TOKEN": ADMIN_TOKEN},
-            tls=(pair, ca.cert),
-        )
-        for i in range(2)
-    ]
+    servers, ca = replicas(etcd_server.connection, tmp_path, CONFIG)
     agents: dict[str, LiveAgent] = {}
     try:
         for server in servers:
             server.start()
-        leader = wait_until(lambda: leader_of(servers, str(ca.cert)), 30, "a leader")
+        leader = wait_until(lambda: leader_of(servers, ca), 30, "a leader")
         survivor = next(s for s in servers if s is not leader)
-        with FedqClient(survivor.url, ADMIN_TOKEN, ca=str(ca.cert)) as admin:
-            agents["sim-a"] = LiveAgent(admin, "sim-a", f"{leader.url},{survivor.url}", str(ca.cert), cpus=SMALL)
-            agents["sim-b"] = LiveAgent(admin, "sim-b", survivor.url, str(ca.cert), cpus=WIDE)
+        with FedqClient(survivor.url, ADMIN_TOKEN, ca=ca) as admin:
+            agents["sim-a"] = LiveAgent(admin, "sim-a", f"{leader.url},{survivor.url}", ca, cpus=SMALL)
+            agents["sim-b"] = LiveAgent(admin, "sim-b", survivor.url, ca, cpus=WIDE)
 
             def states() -> dict[str, str]:
                 return {c["name"]: c["state"] for c in admin.request("GET", "/v1/clusters")["items"]}
@@ -102,7 +84,7 @@ def test_a_leader_kill_loses_no_cluster_and_requeues_no_running_job(etcd_server:
             unreachable: list[str] = []
             requeued: list[str] = []
             while time.monotonic() - killed < WATCH_FOR:
-                if took_over is None and leader_of([survivor], str(ca.cert)):
+                if took_over is None and leader_of([survivor], ca):
                     took_over = time.monotonic() - killed
                 since = time.monotonic() - killed
                 unreachable += [f"{n} at {since:.1f}s" for n, s in states().items() if s != "Ready"]
