@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import ssl
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
@@ -31,7 +32,13 @@ class FedqClient:
     """The fedq API from Python, as the CLI uses it: ``with FedqClient(url, token, ca=...) as fedq:``.
     Results are the API's JSON (its OpenAPI document names each shape); ``submit`` answers one job as
     ``{"id"}``, an array as ``{"id", "ids"}``, exactly what ``fedq submit -o json`` prints for one file
-    of one document. A refusal raises ``FedqError`` with the HTTP status and the fields it names."""
+    of one document. A refusal raises ``FedqError`` with the HTTP status and the fields it names.
+
+    ``server`` may name several replicas, comma-separated (``https://a:8443,https://b:8443``): every
+    replica answers every call, so one that cannot be reached is passed over for the next, in order.
+    A call that could not connect goes to the next at once (nothing was sent); any other failure to
+    get an answer is raised, and the next call starts with the next replica. An agent naming them all
+    keeps its lease through the loss of the one it was talking to (issue 33, point 7)."""
 
     def __init__(
         self,
@@ -45,11 +52,25 @@ class FedqClient:
         """``ca``: the PEM file of the CA that signed an https server's certificate (None: the system's);
         ``cert``: a client certificate and its key, for a server that requires one (mutual TLS)."""
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.server = server.rstrip("/")
+        self.servers = [url.strip().rstrip("/") for url in server.split(",") if url.strip()]
+        if not self.servers:
+            raise ValueError(f"no server URL in {server!r}: give one, or several separated by commas")
         self._timeout = timeout
         # Plain http needs no TLS context: the system's CAs take ~50 ms to load, a CLI start-up's sixth.
-        verify = _tls(ca, cert) if self.server.startswith("https:") else False
-        self._http = httpx.Client(base_url=self.server, headers=headers, timeout=timeout, verify=verify)
+        tls = _tls(ca, cert) if any(url.startswith("https:") for url in self.servers) else False
+        self._replicas = [
+            httpx.Client(
+                base_url=url, headers=headers, timeout=timeout, verify=tls if url.startswith("https:") else False
+            )
+            for url in self.servers
+        ]
+        self._current = 0  # the replica calls go to until one fails
+        self._http = self._replicas[0]
+
+    @property
+    def server(self) -> str:
+        """The replica calls go to now."""
+        return self.servers[self._current]
 
     def __enter__(self) -> FedqClient:
         return self
@@ -58,7 +79,8 @@ class FedqClient:
         self.close()
 
     def close(self) -> None:
-        self._http.close()
+        for replica in self._replicas:
+            replica.close()
 
     def request(
         self,
@@ -70,16 +92,23 @@ class FedqClient:
         timeout: float | None = None,
         headers: dict[str, str] | None = None,
     ) -> Any:
-        """``timeout`` (seconds) overrides the client's for this call (an agent's report within its lease)."""
+        """``timeout`` (seconds) overrides the client's for this call (an agent's report within its lease);
+        a call passed on to the next replica has what is left of it."""
         content = None if body is None else json.dumps(body).encode()
         headers = {**({"Content-Type": "application/json"} if content is not None else {}), **(headers or {})}
         clean = {k: v for k, v in (params or {}).items() if v is not None}
-        try:
-            response = self._http.request(
-                method, path, content=content, params=clean, headers=headers, timeout=timeout or self._timeout
-            )
-        except httpx.HTTPError as exc:
-            raise self._unreachable(exc) from None
+        deadline = time.monotonic() + (timeout or self._timeout)
+        for left in reversed(range(len(self._replicas))):
+            try:
+                response = self._http.request(
+                    method, path, content=content, params=clean, headers=headers, timeout=deadline - time.monotonic()
+                )
+                break
+            except httpx.HTTPError as exc:
+                error = self._unreachable(exc)
+                unsent = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
+                if not (left and unsent and deadline - time.monotonic() > 0):
+                    raise error from None
         if response.status_code >= 400:
             raise _refused(response)
         return response.json() if response.content else None
@@ -100,8 +129,12 @@ class FedqClient:
             raise self._unreachable(exc) from None
 
     def _unreachable(self, exc: httpx.HTTPError) -> FedqError:
+        """The error of a call that got no answer; the next call goes to the next replica."""
         hint = "; pass the CA that signed its certificate: --ca FILE or FEDQ_CA" if _UNTRUSTED in str(exc) else ""
-        return FedqError(0, f"cannot reach the fedq server at {self.server}: {exc}{hint}")
+        error = FedqError(0, f"cannot reach the fedq server at {self.server}: {exc}{hint}")
+        self._current = (self._current + 1) % len(self._replicas)
+        self._http = self._replicas[self._current]
+        return error
 
     def submit(
         self,

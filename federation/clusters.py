@@ -19,7 +19,7 @@ from federation.auth import TokenRecord, TokenStore
 from federation.config import ClusterLivenessConfig, JobsConfig
 from federation.joblogs.intake import LogIntake
 from federation.jobs import Change, JobRepository, NotFound, StoredJob, change_of, commit_batched
-from federation.lifecycle import IllegalTransition, RetryPolicy, transition
+from federation.lifecycle import AgentUpdate, IllegalTransition, RetryPolicy, transition
 from federation.models import JobRecord, JobState
 from federation.models.cluster import (
     Assignment,
@@ -176,7 +176,7 @@ class ClusterService:
         )
         cancellations: dict[tuple[str, int], Cancellation] = {}
         refused: list[dict[str, Any]] = []
-        problems = await self._apply_all(name, report.updates, now)
+        problems = await self._apply_all(name, report.updates, now, report.offset(now))
         moved = set()  # out of Dispatched by this report: their assignment keys went with the change
         for update, problem in zip(report.updates, problems, strict=True):
             if problem is None:
@@ -210,8 +210,9 @@ class ClusterService:
             log_limits=None if self.logs is None else self.logs.limits,
         )
 
-    async def _apply_all(self, name: str, updates: list[StatusUpdate], now: float) -> list[str | None]:
-        """Apply every update; returns each one's refusal (None: applied, or nothing to do).
+    async def _apply_all(self, name: str, updates: list[StatusUpdate], now: float, offset: float) -> list[str | None]:
+        """Apply every update, its time moved by ``offset`` onto our clock; returns each one's refusal
+        (None: applied, or nothing to do).
 
         A burst of starts or ends is thousands of updates, so they go in rounds of distinct jobs (one
         job's updates stay in the order the agent sent them): each round reads its records and writes
@@ -228,11 +229,11 @@ class ClusterService:
             rounds[turn].append(i)
         for indices in rounds:
             batch = [updates[i] for i in indices]
-            for i, problem in zip(indices, await self._apply_round(name, batch, now), strict=True):
+            for i, problem in zip(indices, await self._apply_round(name, batch, now, offset), strict=True):
                 problems[i] = problem
         return problems
 
-    async def _apply_round(self, name: str, batch: list[StatusUpdate], now: float) -> list[str | None]:
+    async def _apply_round(self, name: str, batch: list[StatusUpdate], now: float, offset: float) -> list[str | None]:
         """Updates of distinct jobs: their records read in a few txns, their changes written in a few."""
         records = await get_many(self.store, [keys.job(update.job_id) for update in batch])
         problems: list[str | None] = []
@@ -242,24 +243,24 @@ class ClusterService:
                 problems.append("job no longer exists")
                 continue
             stored = StoredJob(JobRecord.from_bytes(kv.value), kv.mod_revision)
-            problem, change = _plan(name, stored, update, now, self.retry)
+            problem, change = _plan(stored, update.event(name, self.retry, offset), now)
             problems.append(problem)
             if change is not None:
                 planned[i] = change
         landed = {id(change) for change in await commit_batched(self.store, list(planned.values()))}
         for i, change in planned.items():
             if id(change) not in landed:  # the job moved since it was read: read it again and decide again
-                problems[i] = await self._apply(name, batch[i], now)
+                problems[i] = await self._apply(batch[i].job_id, batch[i].event(name, self.retry, offset), now)
         return problems
 
-    async def _apply(self, name: str, update: StatusUpdate, now: float) -> str | None:
+    async def _apply(self, job_id: str, event: AgentUpdate, now: float) -> str | None:
         """Advance one job from an agent's update, re-reading it while it keeps changing."""
         for _ in range(5):
             try:
-                stored = await self.jobs.get(update.job_id)
+                stored = await self.jobs.get(job_id)
             except NotFound:
                 return "job no longer exists"
-            problem, change = _plan(name, stored, update, now, self.retry)
+            problem, change = _plan(stored, event, now)
             if change is None or await commit_batched(self.store, [change]):
                 return problem
         return "job kept changing; will retry on the next report"
@@ -304,12 +305,10 @@ def _stale(name: str, kv: KeyValue | None, epoch: int) -> str | None:
     return None
 
 
-def _plan(
-    name: str, stored: StoredJob, update: StatusUpdate, now: float, retry: RetryPolicy
-) -> tuple[str | None, Change | None]:
+def _plan(stored: StoredJob, event: AgentUpdate, now: float) -> tuple[str | None, Change | None]:
     """The refusal of an agent's update, or the CAS change it makes (None for both: nothing to do)."""
     try:
-        outcome = transition(stored.record, update.event(name, retry), now)
+        outcome = transition(stored.record, event, now)
     except IllegalTransition as exc:
         return str(exc), None
     return None, None if outcome is None else change_of(stored, outcome)

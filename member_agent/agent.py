@@ -164,16 +164,16 @@ class Agent:
         if len(running) > MAX_RUNNING_PER_REPORT:
             running.sort(key=lambda job: (job.expected_end is None, job.expected_end or 0.0))
             del running[MAX_RUNNING_PER_REPORT:]
-        report = ClusterReport(
+        self._sent_at = self.clock.now()
+        return ClusterReport(
             nodes=summarise(self.backend.nodes()),
             running=running,
             updates=self.tracker.outbox()[:MAX_ITEMS_PER_REPORT],
             known=None if self._reconciled else self.tracker.known(),
             honours=self.honours,
             logs=self.shipper.chunks(),
+            sent_at=self._sent_at,  # what the federation reads this report's times against
         )
-        self._sent_at = self.clock.now()
-        return report
 
     def handle_reply(self, report: ClusterReport, reply: ReportReply) -> None:
         """The federation accepted ``report``: forget its updates, then act on the reply."""

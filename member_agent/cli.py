@@ -198,7 +198,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="join with a one-time token, then run",
         epilog="e.g. fedq agent join --server https://fedq:8080 --token T --config configs/agents/ray.yaml",
     )
-    join.add_argument("--server", help="federation API URL (default: the config's server)")
+    join.add_argument(
+        "--server",
+        help="federation API URL, or every replica's, comma-separated: tried in order (default: the config's server)",
+    )
     join.add_argument("--token", required=True, help="join token from `fedq token create --cluster NAME`")
     join.add_argument("--no-run", action="store_true", help="only join and store the credential")
     join.set_defaults(func=cmd_join)

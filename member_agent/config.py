@@ -19,6 +19,8 @@ class AgentConfig(BaseModel):
 
     name: str = ""
     server: str = "http://127.0.0.1:8080"
+    """The federation's API URL, or every replica's, comma-separated (``https://a:8443,https://b:8443``):
+    reports go to the first that answers, so losing one replica loses no report (``FedqClient``)."""
     ca: str | None = None
     """The CA file that signed an https server's certificate (``--ca``, FEDQ_CA); None: the system's CAs."""
     cert: str | None = None

@@ -2,7 +2,10 @@
 
 Lines wait here per stream (a run's task's stdout or stderr) until a report's reply acks them; each
 report carries what its limit (``log_limits.max_bytes_per_report``) allows, shared between the
-streams that have lines waiting, so one chatty job cannot hold back the others' output. A stream keeps
+streams that have lines waiting, so one chatty job cannot hold back the others' output, and at most
+``MAX_CHUNKS_PER_REPORT`` of them, taken in turns: a thousand runs ending at once have two thousand
+streams to close, and a report listing them all would be refused by its own model, every time, until
+the agent, never heard, stopped its runs (issue 33, point 7). A stream keeps
 at most ``max_bytes_per_job`` of output; past it, what it drops is counted and told, and the
 federation cuts the run's output with a marker line.
 """
@@ -12,7 +15,14 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from federation.models.logs import MAX_LINE_CHARS, MAX_LINES_PER_CHUNK, LogAck, LogChunk, LogLimits
+from federation.models.logs import (
+    MAX_CHUNKS_PER_REPORT,
+    MAX_LINE_CHARS,
+    MAX_LINES_PER_CHUNK,
+    LogAck,
+    LogChunk,
+    LogLimits,
+)
 from member_agent.backends.base import LogLines
 
 Key = tuple[str, int, str, str]  # job, epoch, task ("name-index"), stream
@@ -59,13 +69,18 @@ class LogShipper:
             stream.ended = stream.ended or batch.ended
 
     def chunks(self) -> list[LogChunk]:
-        """What the next report carries: each waiting stream's next lines, within the report's limit."""
+        """What the next report carries: waiting streams' next lines, within the report's limits; the
+        streams it carries go to the back of the line, so the next report starts with the others."""
         if self.limits is None or not self._streams:
             return []
         left = self.limits.max_bytes_per_report
-        share = max(MIN_SHARE, left // len(self._streams))
-        out = []
-        for (job_id, epoch, task, name), stream in self._streams.items():
+        share = max(MIN_SHARE, left // min(len(self._streams), MAX_CHUNKS_PER_REPORT))
+        out: list[LogChunk] = []
+        sent: list[Key] = []
+        for key, stream in self._streams.items():
+            if len(out) == MAX_CHUNKS_PER_REPORT:
+                break
+            job_id, epoch, task, name = key
             taken: list[tuple[float, str]] = []
             used = 0
             for when, text in stream.lines:
@@ -78,6 +93,7 @@ class LogShipper:
             whole = len(taken) == len(stream.lines)
             if not taken and not (whole and (stream.ended or stream.dropped)):
                 continue
+            sent.append(key)
             out.append(
                 LogChunk(
                     job_id=job_id,
@@ -90,6 +106,8 @@ class LogShipper:
                     ended=whole and stream.ended,
                 )
             )
+        for key in sent:
+            self._streams[key] = self._streams.pop(key)
         return out
 
     def acknowledge(self, acks: list[LogAck], sent: list[LogChunk]) -> None:

@@ -50,20 +50,20 @@ class LogIntake:
         now = self.clock.now()
         report_left = self.config.max_bytes_per_report
         acks = []
-        for chunk in chunks:
-            record = records.get(chunk.job_id)
-            if record is None or not ran_there(record, cluster, chunk.epoch):
-                acks.append(
-                    LogAck(
+        with self.logs.writing() as write:
+            for chunk in chunks:
+                record = records.get(chunk.job_id)
+                if record is None or not ran_there(record, cluster, chunk.epoch):
+                    refused = LogAck(
                         job_id=chunk.job_id, epoch=chunk.epoch, task=chunk.task, stream=chunk.stream, next=0, more=False
                     )
-                )
-                continue
-            allowance = min(report_left, self._clusters.left(cluster, now), self._jobs.left(chunk.job_id, now))
-            ack, used = self.logs.write(chunk, max(allowance, 0))
-            report_left -= used
-            self._clusters.spend(cluster, used, now)
-            self._jobs.spend(chunk.job_id, used, now)
-            acks.append(ack)
+                    acks.append(refused)
+                    continue
+                allowance = min(report_left, self._clusters.left(cluster, now), self._jobs.left(chunk.job_id, now))
+                ack, used = write(chunk, max(allowance, 0))
+                report_left -= used
+                self._clusters.spend(cluster, used, now)
+                self._jobs.spend(chunk.job_id, used, now)
+                acks.append(ack)
         self._jobs.forget_full(now)
         return acks

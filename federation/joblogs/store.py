@@ -4,7 +4,7 @@ One run of one job is one journal, ``<dir>/<job>/<epoch>.jsonl``: a JSON line ``
 text]`` per output line, in the order lines arrived (so a byte offset into it is an exact place to
 resume a stream from), and beside it ``<epoch>.json``, how many lines of each task's stream it holds,
 which streams have ended, its bytes and whether it was cut. Only whole lines are appended, and the
-state file is replaced atomically after them, so a reader never sees half a line.
+state file is replaced atomically after them (once per report), so a reader never sees half a line.
 
 A run's output past ``maxBytesPerJob`` is cut: what fits is kept, then one marker line, then nothing
 more. Every replica may share ``dir``: a job's chunks come from one agent's reports, one at a time.
@@ -18,7 +18,8 @@ import re
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,48 +95,71 @@ class LogStore:
 
     # ---- writing ----------------------------------------------------------------------------------
 
-    def write(self, chunk: LogChunk, allowance: int) -> tuple[LogAck, int]:
-        """Append what is new in ``chunk``, at most ``allowance`` bytes of it (a rate limit's share);
-        answers the ack for the agent and the bytes taken."""
+    @contextmanager
+    def writing(self) -> Iterator[Callable[[LogChunk, int], tuple[LogAck, int]]]:
+        """The writes of one report: ``write(chunk, allowance)`` appends what is new in ``chunk``, at
+        most ``allowance`` bytes of it (a rate limit's share), and answers the ack for the agent and the
+        bytes taken. Each run's state is read once and saved once, on the way out, after its lines: a
+        job of a thousand tasks sends two thousand chunks at its end, and saving the state (which
+        lists every stream) after each took seconds, past the agent's lease (issue 33, point 7)."""
         with self._lock:
-            state = self.state(chunk.job_id, chunk.epoch) or RunState()
-            key = stream_key(chunk.task, chunk.stream)
-            held = max(state.counts.get(key, 0), 0)
-            if state.cut:
-                return self._ack(chunk, held, False), 0
-            skip = max(0, held - chunk.first)
-            room = self.max_bytes_per_job - state.bytes
-            taken: list[tuple[float, str]] = []
-            used = 0
-            cut = False
-            for when, text in chunk.lines[skip:]:
-                size = len(text.encode()) + 1
-                if size > room - used:
-                    cut = True
-                    break
-                if size > allowance - used:
-                    break
-                taken.append((when, text))
-                used += size
-            whole = skip + len(taken) >= len(chunk.lines)
-            cut = cut or (whole and chunk.dropped > 0)
-            entries: list[tuple[float, str, str, str]] = [
-                (round(when, 6), chunk.task, chunk.stream, text) for when, text in taken
-            ]
-            if cut:
-                when = taken[-1][0] if taken else (chunk.lines[-1][0] if chunk.lines else 0.0)
-                marker = CUT_MARKER.format(limit=format_quantity("memory", self.max_bytes_per_job))
-                entries.append((round(when, 6), chunk.task, chunk.stream, marker))
-            if not entries and not (whole and chunk.ended) and key in state.counts:
-                return self._ack(chunk, held, True), 0
-            self._append(chunk.job_id, chunk.epoch, entries)
-            state.counts[key] = max(held, chunk.first + skip + len(taken))
-            state.bytes += used
-            state.cut = cut
-            if whole and chunk.ended:
-                state.ended.add(key)
-            self._save(chunk.job_id, chunk.epoch, state)
-            return self._ack(chunk, state.counts[key], not cut), used
+            states: dict[tuple[str, int], RunState] = {}
+            changed: set[tuple[str, int]] = set()
+
+            def write(chunk: LogChunk, allowance: int) -> tuple[LogAck, int]:
+                run = (chunk.job_id, chunk.epoch)
+                state = states.get(run)
+                if state is None:
+                    state = states[run] = self.state(*run) or RunState()
+                ack, used, wrote = self._write(chunk, allowance, state)
+                if wrote:
+                    changed.add(run)
+                return ack, used
+
+            try:
+                yield write
+            finally:
+                for run in changed:
+                    self._save(*run, states[run])
+
+    def _write(self, chunk: LogChunk, allowance: int, state: RunState) -> tuple[LogAck, int, bool]:
+        """``writing``'s write, on the run's ``state``; also answers whether it changed."""
+        key = stream_key(chunk.task, chunk.stream)
+        held = max(state.counts.get(key, 0), 0)
+        if state.cut:
+            return self._ack(chunk, held, False), 0, False
+        skip = max(0, held - chunk.first)
+        room = self.max_bytes_per_job - state.bytes
+        taken: list[tuple[float, str]] = []
+        used = 0
+        cut = False
+        for when, text in chunk.lines[skip:]:
+            size = len(text.encode()) + 1
+            if size > room - used:
+                cut = True
+                break
+            if size > allowance - used:
+                break
+            taken.append((when, text))
+            used += size
+        whole = skip + len(taken) >= len(chunk.lines)
+        cut = cut or (whole and chunk.dropped > 0)
+        entries: list[tuple[float, str, str, str]] = [
+            (round(when, 6), chunk.task, chunk.stream, text) for when, text in taken
+        ]
+        if cut:
+            when = taken[-1][0] if taken else (chunk.lines[-1][0] if chunk.lines else 0.0)
+            marker = CUT_MARKER.format(limit=format_quantity("memory", self.max_bytes_per_job))
+            entries.append((round(when, 6), chunk.task, chunk.stream, marker))
+        if not entries and not (whole and chunk.ended) and key in state.counts:
+            return self._ack(chunk, held, True), 0, False
+        self._append(chunk.job_id, chunk.epoch, entries)
+        state.counts[key] = max(held, chunk.first + skip + len(taken))
+        state.bytes += used
+        state.cut = cut
+        if whole and chunk.ended:
+            state.ended.add(key)
+        return self._ack(chunk, state.counts[key], not cut), used, True
 
     @staticmethod
     def _ack(chunk: LogChunk, held: int, more: bool) -> LogAck:

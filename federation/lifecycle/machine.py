@@ -249,8 +249,12 @@ def _written_off(record: JobRecord, now: float, cancelled: str, requeued: str, w
 def dispatched_at(record: JobRecord) -> float | None:
     """When a Dispatched job was sent to its cluster (later entries while Dispatched, a cancel or a
     reclaim asked, do not restart its wait for admission); None in any other state."""
-    if record.state is not D:
-        return None
+    return _run_sent(record) if record.state is D else None
+
+
+def _run_sent(record: JobRecord) -> float | None:
+    """When the job was last dispatched, which for a job on a cluster is its run's dispatch (None:
+    the history shows none)."""
     for entry in reversed(record.events):
         if entry.target is D and entry.source is not D:
             return entry.time
@@ -329,8 +333,10 @@ def _span(seconds: float | None) -> str:
 
 
 def _agent(record: JobRecord, update: AgentUpdate, now: float) -> Outcome | None:
-    """A report of the run the cluster holds. The agent's clock may run ahead of ours: its times are
-    taken no later than now (a future time would carry the accounting ahead for every tenant)."""
+    """A report of the run the cluster holds. Its time, already on our clock (``ClusterReport.offset``),
+    is still taken within the run's life as we saw it: no earlier than its dispatch (a run is never
+    charged for time before it was sent) and no later than now (a future time would carry the
+    accounting ahead for every tenant)."""
     if record.cluster != update.cluster or record.epoch != update.epoch:
         raise IllegalTransition(f"job is now epoch {record.epoch} on {record.cluster or 'no cluster'}")
     if record.state is update.state or (record.state in TERMINAL_STATES and update.state in TERMINAL_STATES):
@@ -338,7 +344,8 @@ def _agent(record: JobRecord, update: AgentUpdate, now: float) -> Outcome | None
     event = _AGENT_EVENTS.get(update.state)
     if event is None or record.state not in MOVES[event].sources:
         raise IllegalTransition(f"job is {record.state.value}; cannot become {update.state.value}")
-    when = min(update.time, now)
+    sent = _run_sent(record)
+    when = min(update.time if sent is None else max(update.time, sent), now)
     cluster = update.cluster
     if update.state is A:
         return Outcome(_move(record, A, now, update.reason), (Unassign(cluster),))

@@ -148,10 +148,12 @@ class StatusUpdate(_Strict):
             raise ValueError(f"an agent cannot report state {value.value}")
         return value
 
-    def event(self, cluster: str, retry: RetryPolicy) -> AgentUpdate:
-        """This update as the lifecycle event of ``cluster``'s run, failed runs retried by ``retry``."""
+    def event(self, cluster: str, retry: RetryPolicy, offset: float = 0.0) -> AgentUpdate:
+        """This update as the lifecycle event of ``cluster``'s run, failed runs retried by ``retry``, its
+        time on the federation's clock (``offset``: its report's ``ClusterReport.offset``)."""
+        at = self.time + offset
         return AgentUpdate(
-            cluster, self.epoch, self.state, self.time, self.reason, self.exit_code, self.log_tail, retry, self.final
+            cluster, self.epoch, self.state, at, self.reason, self.exit_code, self.log_tail, retry, self.final
         )
 
 
@@ -167,6 +169,18 @@ class ClusterReport(_Strict):
     says nothing honours none, so it is sent no job that uses one."""
     logs: list[LogChunk] = Field(default_factory=list, max_length=MAX_CHUNKS_PER_REPORT)
     """Its runs' new output lines, within the reply's ``log_limits`` (``federation/joblogs``)."""
+    sent_at: float | None = None
+    """The agent's clock when it built the report: the federation reads the report's times against it
+    (``offset``). None (an agent from before it was sent): the times are taken as they are."""
+
+    def offset(self, now: float) -> float:
+        """What moves a time of this report onto the federation's clock, ``now`` being when it arrived.
+
+        The agent's clock may be hours off ours; what it measures is right, how long before it sent
+        the report something happened. So each time becomes that long before the report arrived: a
+        run keeps its length and is charged for it, whatever the agent's clock says. Times come out
+        late by the report's transit, which the lifecycle bounds to the run's dispatch and now."""
+        return 0.0 if self.sent_at is None else now - self.sent_at
 
 
 RunningRef = tuple[str, int, float | None]
@@ -185,7 +199,11 @@ class LatestReport(_Strict):
 
     @classmethod
     def of(cls, time: float, report: ClusterReport) -> LatestReport:
-        running = [(r.job_id, r.epoch, r.expected_end) for r in report.running]
+        """``report`` as it arrived at ``time``, its running jobs' ends on the federation's clock."""
+        offset = report.offset(time)
+        running = [
+            (r.job_id, r.epoch, None if r.expected_end is None else r.expected_end + offset) for r in report.running
+        ]
         return cls.model_construct(time=time, nodes=report.nodes, running=running, honours=report.honours)
 
     def to_bytes(self) -> bytes:

@@ -119,14 +119,15 @@ async def test_a_burst_of_updates_is_read_and_written_in_a_few_txns(api: Api, mo
         return await real_txn(*args)
 
     monkeypatch.setattr(api.store, "txn", counted)
-    updates = [{"job_id": j, "epoch": e, "time": 5.0, "state": "Running"} for j, e in jobs]
+    started = api.clock.now()
+    updates = [{"job_id": j, "epoch": e, "time": started, "state": "Running"} for j, e in jobs]
     reply = await report(api, "east", east, updates=updates)
     assert reply["refused"] == []
     # One txn reads the cluster, its cancels and assignments; one writes the report; then one reads the 20
     # records and one writes 20 transitions (their assignments go with them: not read again).
     assert txns == 4
     records = [(await JobRepository(api.store).get(j)).record for j, _ in jobs]
-    assert {(r.state, r.start_time) for r in records} == {(JobState.RUNNING, 5.0)}
+    assert {(r.state, r.start_time) for r in records} == {(JobState.RUNNING, started)}
 
 
 async def test_a_job_that_moves_during_a_report_is_read_again_and_the_others_still_land(

@@ -5,20 +5,17 @@ overlapped; every job was dispatched once and ends in exactly one terminal state
 from __future__ import annotations
 
 import time
-import uuid
 from pathlib import Path
 
 import pytest
-import yaml
 
 from federation.client import FedqClient
-from federation.launcher import ServerProcess, wait_until
+from federation.launcher import wait_until
 from federation.store import EtcdServer
-from federation.tls import LOOPBACK_NAMES, ThrowawayCA
 from tests.chaos.live_agent import LiveAgent
 from tests.chaos.runs import TERMINAL, assert_no_overlap
-from tests.e2e.cluster import job, leader_of
-from tests.e2e.support import ADMIN_TOKEN, REPO
+from tests.e2e.cluster import job, leader_of, replicas
+from tests.e2e.support import ADMIN_TOKEN
 
 pytestmark = [pytest.mark.etcd, pytest.mark.slow]
 
@@ -26,43 +23,23 @@ JOBS = 60  # one-cpu jobs of 1 s on 8 cpus: dispatch goes on in waves for ~8 s
 
 
 def test_killing_the_leader_mid_dispatch_runs_no_job_twice(etcd_server: EtcdServer, tmp_path: Path) -> None:
-    config = tmp_path / "federation.yaml"
-    config.write_text(yaml.safe_dump({"cyclePeriod": "100ms", "cluster": {"lostAfter": "30s", "requeueAfter": "60s"}}))
-    ca = ThrowawayCA(tmp_path / "tls", time.time())
-    pair = ca.issue("fedq-api", hosts=LOOPBACK_NAMES, server=True)
-    args = [
-        "--queues",
-        str(REPO / "configs" / "queues.yaml"),
-        "--config",
-        str(config),
-        "--prefix",
-        f"/e2e-{uuid.uuid4().hex}/",
-    ]
-    servers = [
-        ServerProcess(
-            etcd_server.connection,
-            tmp_path / f"server{i}.log",
-            args,
-            env={"FEDQ_ADMIN_TOKEN": ADMIN_TOKEN},
-            tls=(pair, ca.cert),
-        )
-        for i in range(2)
-    ]
+    config = {"cyclePeriod": "100ms", "cluster": {"lostAfter": "30s", "requeueAfter": "60s"}}
+    servers, ca = replicas(etcd_server.connection, tmp_path, config)
     agent: LiveAgent | None = None
     try:
         for server in servers:
             server.start()
-        first = wait_until(lambda: leader_of(servers, str(ca.cert)), 30, "a leader")
+        first = wait_until(lambda: leader_of(servers, ca), 30, "a leader")
         assert first is not None
         survivor = next(s for s in servers if s is not first)
-        with FedqClient(survivor.url, ADMIN_TOKEN, ca=str(ca.cert)) as admin:
-            agent = LiveAgent(admin, "big", survivor.url, str(ca.cert), cpus=8)  # it reports to the survivor
+        with FedqClient(survivor.url, ADMIN_TOKEN, ca=ca) as admin:
+            agent = LiveAgent(admin, "big", survivor.url, ca, cpus=8)  # it reports to the survivor
             wait_until(lambda: admin.request("GET", "/v1/clusters")["items"][0]["state"] == "Ready", 30, "Ready")
             ids = set(admin.submit_many([job("burst", runtime="1s", walltime="1m")] * JOBS, tenant="alice"))
             wait_until(lambda: sum(1 for _ in admin.jobs(state="Succeeded")) >= 12, 60, "the first waves to end")
             first.kill()
             assert sum(1 for _ in admin.jobs(state="Succeeded")) < JOBS // 2, "the burst was over before the kill"
-            wait_until(lambda: leader_of([survivor], str(ca.cert)), 30, "the survivor to lead")
+            wait_until(lambda: leader_of([survivor], ca), 30, "the survivor to lead")
             wait_until(lambda: all(j["state"] in TERMINAL for j in admin.jobs()), 120, "every job to end")
             for job_id in ids:
                 record = admin.job(job_id)

@@ -34,6 +34,22 @@ def leader_of(servers: Sequence[ServerProcess], ca: str | None = None) -> Server
     return None
 
 
+def replicas(
+    etcd: EtcdConnection, work: Path, config: dict[str, Any], count: int = 2
+) -> tuple[list[ServerProcess], str]:
+    """``count`` server replicas (not started) on one key prefix of ``etcd``, each scheduling, over https
+    with ``config``; and the file of the throwaway CA that signed their certificate."""
+    config_file = work / "federation.yaml"
+    config_file.write_text(yaml.safe_dump(config))
+    ca = ThrowawayCA(work / "tls", time.time())
+    pair = ca.issue("fedq-api", hosts=LOOPBACK_NAMES, server=True)
+    args = ["--queues", str(REPO / "configs" / "queues.yaml"), "--config", str(config_file)]
+    args += ["--prefix", f"/e2e-{uuid.uuid4().hex}/"]
+    env = {"FEDQ_ADMIN_TOKEN": ADMIN_TOKEN}
+    servers = [ServerProcess(etcd, work / f"server{i}.log", args, env=env, tls=(pair, ca.cert)) for i in range(count)]
+    return servers, str(ca.cert)
+
+
 class Federation:
     """Server (own key prefix on the shared etcd, the API over https from a throwaway CA) plus agents;
     everything stopped by ``close``."""

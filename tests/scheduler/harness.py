@@ -20,7 +20,7 @@ from federation.store import Store
 from member_agent.agent import Agent
 from member_agent.backends.simulated import SimulatedBackend
 from member_agent.local_scheduler import LocalScheduler
-from policies.clock import ManualClock
+from policies.clock import Clock, ManualClock
 
 
 class Harness:
@@ -43,11 +43,15 @@ class Harness:
 
         await self.store.put(keys.QUEUES, self.queues.model_dump_json(by_alias=True).encode())
 
-    async def join(self, name: str, nodes: list[dict[str, Any]], labels: dict[str, str] | None = None) -> Agent:
+    async def join(
+        self, name: str, nodes: list[dict[str, Any]], labels: dict[str, str] | None = None, clock: Clock | None = None
+    ) -> Agent:
+        """``clock``: the agent's own (the federation's by default), e.g. one that runs behind."""
         token = await self.tokens.issue(Role.JOIN, name)
         await self.clusters.join(JoinRequest(token=token, name=name, labels=labels or {}))
-        backend = SimulatedBackend.from_config({"nodes": nodes}, self.clock)
-        agent = Agent(None, name, backend, LocalScheduler(self.clock), self.clock)
+        clock = clock or self.clock
+        backend = SimulatedBackend.from_config({"nodes": nodes}, clock)
+        agent = Agent(None, name, backend, LocalScheduler(clock), clock)
         self.agents[name] = agent
         await self._report(agent)
         return agent

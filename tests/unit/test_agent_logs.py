@@ -7,17 +7,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from federation.models.cluster import ReportReply
+from federation.models.cluster import ClusterReport, ReportReply
+from federation.models.logs import MAX_CHUNKS_PER_REPORT, LogAck, LogLimits
 from federation.store import MemoryStore
 from member_agent.agent import Agent
-from member_agent.backends.base import NodeView
+from member_agent.backends.base import LogLines, NodeView
 from member_agent.backends.simulated import SimulatedBackend
 from member_agent.local_scheduler import LocalScheduler
+from member_agent.log_shipper import LogShipper
 from policies.clock import ManualClock
 from tests.api.conftest import START, serving
 from tests.api.support import Api, bearer, dispatch, job_spec, join
 
 REPORT_LIMIT = 16 * 1024
+MIB = 1024 * 1024
 
 
 async def round_trip(api: Api, agent: Agent, credential: str) -> ReportReply:
@@ -71,3 +74,33 @@ async def test_the_simulated_backends_lines_reach_the_federation_as_they_are_pri
         assert (await api.http.get(f"/v1/jobs/{job_id}", headers=api.auth("alice"))).json()["state"] == "Succeeded"
         assert agent.shipper.waiting() == 0
     await store.close()
+
+
+def test_a_thousand_runs_ending_at_once_fit_reports_and_every_stream_is_closed_in_turn() -> None:
+    """1,100 runs end between two reports: 2,200 streams to close, more than a report may carry
+    (``MAX_CHUNKS_PER_REPORT``, 2,000). Each report carries at most that many and is one the model
+    accepts (a list of all of them was refused, every time, so the agent was never heard again; issue
+    33, point 7), and the streams left out go first in the next report."""
+    shipper = LogShipper()
+    shipper.limits = LogLimits(max_bytes_per_job=MIB, max_bytes_per_report=MIB)
+    ends = [
+        LogLines(f"j{i}", "main", 0, 1, stream, 0, ((1.0, "done"),) if stream == "stdout" else (), ended=True)
+        for i in range(1100)
+        for stream in ("stdout", "stderr")
+    ]
+    shipper.add(ends)
+    closed: set[tuple[str, str]] = set()
+    sizes = []
+    for _ in range(2):
+        chunks = shipper.chunks()
+        sizes.append(len(chunks))
+        report = ClusterReport(logs=chunks)  # what the agent's build_report makes: refused past the limit
+        acks = [
+            LogAck(job_id=c.job_id, epoch=c.epoch, task=c.task, stream=c.stream, next=c.first + len(c.lines), more=True)
+            for c in report.logs
+        ]
+        shipper.acknowledge(acks, report.logs)
+        closed |= {(c.job_id, c.stream) for c in report.logs if c.ended}
+    print(f"chunks per report: {sizes}; streams closed {len(closed)} of {len(ends)}")
+    assert sizes == [MAX_CHUNKS_PER_REPORT, len(ends) - MAX_CHUNKS_PER_REPORT]
+    assert len(closed) == len(ends) and shipper.waiting() == 0 and not shipper.chunks()
