@@ -19,7 +19,9 @@ YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
 """Content types read as YAML; any other is read as JSON."""
 
 
-def server_state(request: Request) -> ServerState:
+async def server_state(request: Request) -> ServerState:
+    """Async, as every dependency here: FastAPI runs a plain function in a worker thread, a hand-off per
+    request."""
     state: ServerState = request.app.state.fedq
     return state
 
@@ -105,7 +107,7 @@ async def read_document(request: Request, limit: int) -> Any:
     and past the API's depth and expanded-size limits (``api.maxDepth``, ``api.maxExpandedBytes``) once
     parsed; a refusal names the field and writes nothing."""
     raw = await read_body(request, limit)
-    api = server_state(request).config.api
+    api = (await server_state(request)).config.api
     limits = DocumentLimits(api.max_depth, min(api.max_expanded_bytes, limit))
     content_type = request.headers.get("content-type", "application/json").split(";")[0].strip()
     try:
