@@ -106,14 +106,19 @@ class ClusterService:
         return None if kv is None else ClusterRecord.model_validate_json(kv.value)
 
     async def all(self) -> list[tuple[ClusterRecord, LatestReport | None]]:
-        """Every joined cluster with its last report; a report that cannot be read (an older format, an
-        outside write) counts as none until the cluster's next report replaces it."""
+        """Every joined cluster with its last report, timed when it was last heard; a report that cannot be
+        read (an older format, an outside write) counts as none until the cluster's next report replaces it."""
         reports = {}
         for kv in await self.store.range(keys.REPORTS):
             try:
                 reports[kv.key.removeprefix(keys.REPORTS)] = LatestReport.from_bytes(kv.value)
             except ValidationError as exc:
                 log.warning("ignoring a stored report that cannot be read", key=kv.key, error=str(exc))
+        for kv in await self.store.range(keys.HEARD):
+            name = kv.key.removeprefix(keys.HEARD)
+            latest = reports.get(name)
+            if latest is not None and (heard := float(kv.value)) > latest.time:
+                reports[name] = latest.model_copy(update={"time": heard})
         records = [ClusterRecord.model_validate_json(kv.value) for kv in await self.store.range(keys.CLUSTERS)]
         return [(record, reports.get(record.name)) for record in records]
 
@@ -158,22 +163,11 @@ class ClusterService:
             raise UnknownCluster(name)
         assert isinstance(cancels, list) and isinstance(assigned, list)
         record = ClusterRecord.model_validate_json(found.value)
-        over = record.grant.refuses_capacity(report.nodes)
-        if over is not None:
-            raise ClaimRefused(over)
         now = self.clock.now()
-        stored = LatestReport.of(now, report).to_bytes()
-        if len(stored) > MAX_STORED_REPORT:
-            raise ReportTooLarge(
-                f"the report's nodes and {len(report.running)} running jobs take {len(stored):,} bytes stored; "
-                f"at most {MAX_STORED_REPORT:,} fit one etcd request: report fewer, larger node shapes"
-            )
-        # The shape is written only when it changed: the compare costs no more than the put alone.
-        shape = ClusterShape.of(report).to_bytes()
-        report_put = Op.put(keys.report(name), stored)
-        await self.store.txn(
-            [Compare.value(keys.shape(name), "==", shape)], [report_put], [report_put, Op.put(keys.shape(name), shape)]
-        )
+        if report.unchanged_since:
+            revision = await self._heard(name, report, now)
+        else:
+            revision = await self._store(name, record, report, now)
         cancellations: dict[tuple[str, int], Cancellation] = {}
         refused: list[dict[str, Any]] = []
         problems = await self._apply_all(name, report.updates, now, report.offset(now))
@@ -208,7 +202,37 @@ class ClusterService:
             lease=self.lease,
             log_acks=[] if self.logs is None else await self.logs.take(name, report.logs),
             log_limits=None if self.logs is None else self.logs.limits,
+            revision=revision,
         )
+
+    async def _store(self, name: str, record: ClusterRecord, report: ClusterReport, now: float) -> int:
+        """Store a whole report (its shape too when that changed); the revision it was stored at."""
+        over = record.grant.refuses_capacity(report.nodes)
+        if over is not None:
+            raise ClaimRefused(over)
+        stored = LatestReport.of(now, report).to_bytes()
+        if len(stored) > MAX_STORED_REPORT:
+            raise ReportTooLarge(
+                f"the report's nodes and {len(report.running)} running jobs take {len(stored):,} bytes stored; "
+                f"at most {MAX_STORED_REPORT:,} fit one etcd request: report fewer, larger node shapes"
+            )
+        # The shape is written only when it changed: the compare costs no more than the put alone.
+        shape = ClusterShape.of(report).to_bytes()
+        report_put = Op.put(keys.report(name), stored)
+        result = await self.store.txn(
+            [Compare.value(keys.shape(name), "==", shape)], [report_put], [report_put, Op.put(keys.shape(name), shape)]
+        )
+        return result.revision
+
+    async def _heard(self, name: str, report: ClusterReport, now: float) -> int | None:
+        """A report with nothing new but its time: only when it was heard is written, a few bytes; None when
+        the stored report is no longer the one it names (the agent then sends its next one whole)."""
+        assert report.unchanged_since is not None
+        heard = Op.put(keys.heard(name), json.dumps(now).encode())
+        result = await self.store.txn(
+            [Compare.mod_revision(keys.report(name), "==", report.unchanged_since)], [heard], [heard]
+        )
+        return report.unchanged_since if result.succeeded else None
 
     async def _apply_all(self, name: str, updates: list[StatusUpdate], now: float, offset: float) -> list[str | None]:
         """Apply every update, its time moved by ``offset`` onto our clock; returns each one's refusal

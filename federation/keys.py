@@ -18,6 +18,7 @@ TOKENS = "tokens/"
 STATUS = "status/scheduler"  # what the leader publishes for explain; outside what it follows
 CLUSTERS = "clusters/"
 REPORTS = "reports/"
+HEARD = "heard/"  # when a report that changed nothing else last came: inside what the scheduler follows
 SHAPES = "shapes/"
 USAGE = "usage/"
 HISTORY = "usage-history/"
@@ -60,6 +61,10 @@ def cluster(name: str) -> str:
 
 def report(name: str) -> str:
     return f"{REPORTS}{name}"
+
+
+def heard(name: str) -> str:
+    return f"{HEARD}{name}"
 
 
 def shape(name: str) -> str:

@@ -21,7 +21,14 @@ import structlog
 from federation import capabilities
 from federation.client import FedqClient, FedqError
 from federation.models import JobState
-from federation.models.cluster import MAX_ITEMS_PER_REPORT, MAX_RUNNING_PER_REPORT, ClusterReport, ReportReply
+from federation.models.cluster import (
+    MAX_ITEMS_PER_REPORT,
+    MAX_RUNNING_PER_REPORT,
+    ClusterReport,
+    NodeReport,
+    ReportReply,
+    RunningJob,
+)
 from member_agent.backends import honoured_fields
 from member_agent.backends.base import Backend, JobRejected, LaunchError, task_id
 from member_agent.capacity import summarise
@@ -64,6 +71,9 @@ class Agent:
         self.shipper = LogShipper()
         self.honours = sorted(honoured_fields(backend.name))  # reported: the federation sends nothing else
         self._reconciled = False
+        # The nodes, runs and honoured fields of the report the federation holds, and its revision there.
+        self._stored: tuple[list[NodeReport], list[RunningJob], list[str]] | None = None
+        self._stored_revision: int | None = None
         self._launch_failures: dict[str, int] = {}
         self.log = log.bind(cluster=cluster)
         self.lease = lease  # the federation's lostAfter, from its last reply
@@ -165,19 +175,28 @@ class Agent:
             running.sort(key=lambda job: (job.expected_end is None, job.expected_end or 0.0))
             del running[MAX_RUNNING_PER_REPORT:]
         self._sent_at = self.clock.now()
+        nodes = summarise(self.backend.nodes())
+        # Nothing new but the time: name the report the federation holds instead of sending it again.
+        unchanged = self._stored is not None and self._stored == (nodes, running, self.honours)
         return ClusterReport(
-            nodes=summarise(self.backend.nodes()),
-            running=running,
+            nodes=[] if unchanged else nodes,
+            running=[] if unchanged else running,
             updates=self.tracker.outbox()[:MAX_ITEMS_PER_REPORT],
             known=None if self._reconciled else self.tracker.known(),
-            honours=self.honours,
+            honours=[] if unchanged else self.honours,
             logs=self.shipper.chunks(),
+            unchanged_since=self._stored_revision if unchanged else None,
             sent_at=self._sent_at,  # what the federation reads this report's times against
         )
 
     def handle_reply(self, report: ClusterReport, reply: ReportReply) -> None:
         """The federation accepted ``report``: forget its updates, then act on the reply."""
         self.tracker.acknowledge(len(report.updates))
+        if report.unchanged_since is None:
+            self._stored = (report.nodes, report.running, report.honours)
+        self._stored_revision = reply.revision
+        if reply.revision is None:
+            self._stored = None
         self._reconciled = True
         self._heard_at = self._sent_at
         self.lease = reply.lease

@@ -169,6 +169,10 @@ class ClusterReport(_Strict):
     says nothing honours none, so it is sent no job that uses one."""
     logs: list[LogChunk] = Field(default_factory=list, max_length=MAX_CHUNKS_PER_REPORT)
     """Its runs' new output lines, within the reply's ``log_limits`` (``federation/joblogs``)."""
+    unchanged_since: Integer | None = Field(None, ge=1)
+    """The ``revision`` of the federation's last reply: the cluster's nodes, running jobs and honoured
+    fields are those of that report, so they are left out (sent empty). A hundred agents each holding
+    a thousand runs report every second; what changes between two reports is rarely more than the time."""
     sent_at: float | None = None
     """The agent's clock when it built the report: the federation reads the report's times against it
     (``offset``). None (an agent from before it was sent): the times are taken as they are."""
@@ -288,6 +292,9 @@ class ReportReply(_Strict):
     log_acks: list[LogAck] = Field(default_factory=list)
     log_limits: LogLimits | None = None
     """None: this federation takes no output (the simulator's), so the agent ships none."""
+    revision: int | None = None
+    """The store's revision of this cluster's report as the federation holds it: a next report with
+    nothing new but its time names it (``unchanged_since``); None: send the next one whole."""
 
 
 class JoinRequest(_Strict):

@@ -16,7 +16,6 @@ from time import perf_counter
 from typing import Any
 
 import structlog
-from pydantic import ValidationError
 
 from federation import keys
 from federation.accounting import Accountant
@@ -190,7 +189,7 @@ class SchedulerService:
         """
         try:
             self._apply_value(state, kv)
-        except ValidationError as exc:
+        except ValueError as exc:  # pydantic's ValidationError is one
             log.error("skipping a stored value the scheduler cannot read", key=kv.key, error=str(exc))
 
     def _apply_value(self, state: FederationState, kv: KeyValue) -> None:
@@ -210,6 +209,8 @@ class SchedulerService:
             state.set_cluster(cluster.name, cluster.labels, cluster.cordoned)
         elif key.startswith(keys.REPORTS):
             state.set_latest(key.removeprefix(keys.REPORTS), LatestReport.from_bytes(kv.value))
+        elif key.startswith(keys.HEARD):
+            state.set_heard(key.removeprefix(keys.HEARD), float(kv.value))
         elif key == keys.QUEUES:
             tree = QueueTree(QueueTreeConfig.model_validate_json(kv.value))
             state.set_queues(tree)

@@ -307,7 +307,8 @@ class FederationState:
 
     def set_latest(self, name: str, latest: LatestReport) -> None:
         view = self.clusters.setdefault(name, ClusterView(name))
-        view.report_time = latest.time
+        # Never back: when it was last heard (``set_heard``) may be later than its last whole report.
+        view.report_time = latest.time if view.report_time is None else max(view.report_time, latest.time)
         self._relabel(view, view.labels, frozenset(latest.honours))
         if _shapes(view.nodes) != _shapes(latest.nodes):
             self.shapes_version += 1
@@ -318,6 +319,12 @@ class FederationState:
             view.expected_end = expected_end
             view.releases = None
         view.room = None
+
+    def set_heard(self, name: str, time: float) -> None:
+        """A report that changed nothing but when the cluster was last heard (``ClusterReport.unchanged_since``)."""
+        view = self.clusters.get(name)
+        if view is not None and (view.report_time is None or time > view.report_time):
+            view.report_time = time
 
     def set_queues(self, tree: QueueTree | None) -> None:
         self.tree = tree

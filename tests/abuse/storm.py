@@ -3,8 +3,9 @@ its measurement, shared by ``tests/abuse/test_report_storm.py`` (scaled down, in
 ``bench/storm.py`` (the issue's size: 100 agents, 100,000 running jobs, ten minutes).
 
 The agents are scripted (no backend, no local session): each joins, takes its assignments, reports them
-Running at once and then reports every ``period`` seconds what a real agent would: its node shape and
-every run it holds. They run in a process of their own so that their JSON and TLS do not share a GIL
+Running at once and then reports every ``period`` seconds what a real agent would (``member_agent``): its
+node shapes and every run it holds, or, when none of them changed, the revision of the report the
+federation holds (``unchanged_since``). They run in a process of their own so that their JSON and TLS do not share a GIL
 with the probe that times the API. The measurement compares two windows of the same federation holding
 the same running jobs: *quiet* (one agent reporting, every other silent but not yet lost) and *storm*
 (every agent reporting every ``period``); in each, the probe times a held single submit and the first
@@ -146,6 +147,7 @@ async def _agents(
     until ``storm`` is set, then every agent until ``stop``; each window's latencies go to ``results``."""
     names = sorted(credentials)
     running: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in names}
+    stored: dict[str, int | None] = dict.fromkeys(names)  # the revision of the report the federation holds
     latencies: list[float] = []
     errors = [0]
     ramped = asyncio.Event()
@@ -191,6 +193,9 @@ async def _agents(
             ],
             "updates": updates,
         }
+        revision = stored[name]
+        if revision is not None and not updates:  # nothing new but the time, as a real agent sends it
+            body = {"nodes": [], "running": [], "unchanged_since": revision}
         started = time.perf_counter()
         try:
             answer = await clients[name].post(f"/v1/clusters/{name}/report", json=body)
@@ -203,6 +208,7 @@ async def _agents(
         if timed:
             latencies.append(time.perf_counter() - started)
         reply = answer.json()
+        stored[name] = reply.get("revision")
         now = time.time()
         for assignment in reply["assignments"]:
             if assignment["job_id"] not in held and len(held) < nodes:
@@ -214,6 +220,8 @@ async def _agents(
                 }
         for cancellation in reply["cancellations"]:
             held.pop(cancellation["job_id"], None)
+        if reply["assignments"] or reply["cancellations"]:
+            stored[name] = None  # its runs changed: the next report goes whole
 
     async def agent(index: int, name: str) -> None:
         await asyncio.sleep(period * index / len(names))  # spread over the period, as independent agents are

@@ -218,3 +218,25 @@ async def test_a_report_too_large_to_store_is_refused_with_413(api: Api, monkeyp
     )
     assert response.status_code == 413 and "fit one etcd request" in response.json()["error"]
     assert await api.store.revision() == before
+
+
+async def test_a_report_with_nothing_new_names_the_stored_one_and_moves_only_when_it_was_heard(api: Api) -> None:
+    """What an agent does every second when none of its nodes, runs or honoured fields changed: it names the
+    report the federation holds (``unchanged_since``, the ``revision`` of its last reply). The stored report
+    is not written again; only when the cluster was heard is, so liveness follows the newer report."""
+    east = await join(api, "east")
+    whole = await report(api, "east", east)
+    stored = await api.store.get(keys.report("east"))
+    assert stored is not None and whole["revision"] == stored.mod_revision
+    api.clock.advance(3600)  # past lostAfter: Unreachable unless the next report counts
+    same = await report(api, "east", east, nodes=[], unchanged_since=whole["revision"])
+    assert same["revision"] == whole["revision"]
+    assert (await api.store.get(keys.report("east"))).mod_revision == stored.mod_revision  # type: ignore[union-attr]
+    clusters = (await api.http.get("/v1/clusters", headers=api.auth("admin"))).json()["items"]
+    assert [(c["name"], c["state"], c["last_report_age"], c["capacity"]["cpu"]) for c in clusters] == [
+        ("east", "Ready", 0.0, 8.0)
+    ]
+    changed = await report(api, "east", east, nodes=[{**NODE, "free": {"cpu": 1}}])
+    assert changed["revision"] > whole["revision"]
+    stale = await report(api, "east", east, nodes=[], unchanged_since=whole["revision"])  # an older one named
+    assert stale["revision"] is None  # the agent sends its next report whole

@@ -9,7 +9,7 @@ from federation import keys
 from federation.auth import Role
 from federation.clusters import ReportTooLarge
 from federation.models import JobState
-from federation.models.cluster import ClusterReport, JoinRequest, NodeReport, RunningJob
+from federation.models.cluster import ClusterReport, JoinRequest, LatestReport, NodeReport, RunningJob
 from tests.scheduler.conftest import HarnessFactory
 
 NODES = [NodeReport(name="n+4999", count=5000, allocatable={"cpu": 64.0}, free={"cpu": 1.0})]
@@ -56,5 +56,7 @@ async def test_an_agent_over_the_report_limits_sends_what_fits_and_the_rest_next
     for _ in range(3):
         await h.tick(1)
     assert {(await h.job(job)).state for job in jobs} == {JobState.RUNNING}  # the rest followed, in order
-    listed = [entry.job_id for entry in agent.build_report().running]
+    stored = await h.store.get(keys.report("c1"))  # what the federation holds (later reports name it)
+    assert stored is not None
+    listed = [job_id for job_id, _, _ in LatestReport.from_bytes(stored.value).running]
     assert listed == [jobs[1], jobs[2]]  # the two that end soonest
