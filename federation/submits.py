@@ -199,20 +199,21 @@ class Submits:
         self, request_id: str, journal: KeyValue, items: Sequence[tuple[JobRecord, bytes]] | None = None
     ) -> None:
         """Finish a committed request before it is answered, retrying through store failures for up to
-        ``PUBLISH_WAIT``; past it, ``Unpublished`` (the sweeps finish it)."""
-        failed = "the store did not answer"
-        try:
-            async with asyncio.timeout(PUBLISH_WAIT):
-                for attempt in itertools.count():
-                    try:
-                        await self._finish(request_id, journal, items)
-                        return
-                    except StoreError as exc:
-                        failed = str(exc)
-                    await asyncio.sleep(_RETRY_PAUSES[min(attempt, len(_RETRY_PAUSES) - 1)])
-        except TimeoutError:
-            self._swept = float("-inf")  # this replica's next submit sweeps too
-            raise Unpublished(failed) from None
+        ``PUBLISH_WAIT`` from the first; past it, ``Unpublished`` (the sweeps finish it). A publish that
+        is slow but not failing (a large request on a busy store) is waited for: each store call has its
+        own timeout, which counts as a failure."""
+        loop = asyncio.get_running_loop()
+        failing_since: float | None = None
+        for attempt in itertools.count():
+            try:
+                await self._finish(request_id, journal, items)
+                return
+            except StoreError as exc:
+                failing_since = loop.time() if failing_since is None else failing_since
+                if loop.time() - failing_since >= PUBLISH_WAIT:
+                    self._swept = float("-inf")  # this replica's next submit sweeps too
+                    raise Unpublished(str(exc)) from None
+            await asyncio.sleep(_RETRY_PAUSES[min(attempt, len(_RETRY_PAUSES) - 1)])
 
     async def _finish(
         self, request_id: str, journal: KeyValue, items: Sequence[tuple[JobRecord, bytes]] | None = None
