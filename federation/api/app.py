@@ -41,7 +41,7 @@ from federation.quotas import QuotaLedger, StoreBudget
 from federation.store import Store
 from federation.submits import Submits
 from federation.ui import routes as ui
-from federation.watch import WatchLimiter
+from federation.watch import Hubs, WatchLimiter
 from policies.clock import Clock, SystemClock
 
 
@@ -74,7 +74,8 @@ def create_app(
         budget=StoreBudget(store, clock, config.store.budget_bytes),
         usage=QuotaLedger(store, clock),
         submits=Submits(store, clock),
-        watches=WatchLimiter(config.api.max_watches_per_tenant),
+        watches=WatchLimiter(config.api.max_watches_per_tenant, config.api.max_streams),
+        hubs=Hubs(store),
         logs=logs,
     )
 

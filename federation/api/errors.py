@@ -49,11 +49,14 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, message: str, fields: Sequence[dict[str, str]] = ()) -> None:
+    def __init__(
+        self, status: int, message: str, fields: Sequence[dict[str, str]] = (), headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.fields = list(fields)
+        self.headers = headers
 
 
 def field_path(loc: Sequence[Any], prefix: str = "") -> str:
@@ -129,7 +132,7 @@ def _body(message: str, fields: Sequence[dict[str, str]] = ()) -> dict[str, Any]
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse(_body(exc.message, exc.fields), status_code=exc.status)
+        return JSONResponse(_body(exc.message, exc.fields), status_code=exc.status, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _request_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
