@@ -14,6 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from federation.store import RequestTooLarge, StoreFull, StoreUnavailable
 
@@ -142,6 +143,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         return JSONResponse(_body(str(exc.detail)), status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(ClientDisconnect)
+    async def _client_gone(_: Request, exc: ClientDisconnect) -> JSONResponse:
+        """The client left (or was cut off: api.bodyTimeout) before its body arrived: nobody reads this."""
+        return JSONResponse(_body("the client went away before its request body arrived"), status_code=408)
 
     @app.exception_handler(StoreUnavailable)
     async def _store_down(_: Request, exc: StoreUnavailable) -> JSONResponse:
