@@ -113,16 +113,16 @@ class Hub(Generic[T]):
     def subscribe(self, topic: str, after: int) -> Feed[T]:
         """A feed of ``topic``'s items after revision ``after`` (``Feed.close`` when done with it)."""
         feed = Feed(self, topic, after)
-        self._feeds.setdefault(topic, set()).add(feed)
-        self._count += 1
         if self._reader is None or after < self._floor:
-            self._restart(after)
+            self._restart(after)  # before the feed joins: what the others have seen is not what it has
         else:
             for revision, _, pairs in self._recent:
                 if revision > after:
                     for item_topic, item in pairs:
                         if item_topic == topic:
                             feed.offer(revision, item)
+        self._feeds.setdefault(topic, set()).add(feed)
+        self._count += 1
         return feed
 
     def unsubscribe(self, feed: Feed[T]) -> None:
