@@ -18,6 +18,8 @@ from policies.units import format_duration, parse_quantity
 
 Seconds = Annotated[float, BeforeValidator(seconds)]
 """A duration in a config file ('90s', '5m', a number of seconds), not negative."""
+PositiveSeconds = Annotated[float, BeforeValidator(positive_seconds)]
+"""A duration in a config file that must be more than 0."""
 
 
 KIB = 1024
@@ -167,6 +169,29 @@ class ApiLimits(_Section):
     """Index keys one ``GET /v1/jobs`` reads at most: bounds a filtered page's work, not its size."""
     max_watches_per_tenant: Integer = Field(16, alias="maxWatchesPerTenant", gt=0, le=10_000)
     """Job event streams (``watch=true``) one tenant (or admin) may hold open at once on one replica."""
+    max_streams: Integer = Field(1000, alias="maxStreams", gt=0, le=100_000)
+    """Event streams (job events, listings, logs) one replica holds open in all, whoever asks: past it a 429
+    with Retry-After. A federation of N replicas serves N times this."""
+    max_connections: Integer = Field(2000, alias="maxConnections", gt=0, le=1_000_000)
+    """Connections one replica holds open at once, TLS handshakes included: past it a new one is closed at
+    once. Above ``maxStreams`` (each stream holds one), and below the process's open-file limit."""
+    handshake_timeout: PositiveSeconds = Field(10.0, alias="handshakeTimeout")
+    """How long a client has to finish the TLS handshake after connecting."""
+    header_timeout: PositiveSeconds = Field(10.0, alias="headerTimeout")
+    """How long a client has to send a request's line and headers, from connecting (or from its first
+    byte after a previous request): past it a 408 and the connection is closed."""
+    body_timeout: PositiveSeconds = Field(60.0, alias="bodyTimeout")
+    """How long a client has to send a request's body, from the end of its headers: past it a 408."""
+
+    @model_validator(mode="after")
+    def _streams_fit(self) -> ApiLimits:
+        if self.max_connections <= self.max_streams:
+            raise ValueError(
+                f"maxConnections ({self.max_connections}) must be above maxStreams ({self.max_streams}): "
+                "each open stream holds a connection"
+            )
+        return self
+
     max_record_bytes: Bytes = Field(256 * KIB, alias="maxRecordBytes", le=MIB)
     """One job's stored record at submit, well under etcd's 1.5 MiB request limit: room is left for the
     events a record gathers while it runs, and a txn of several records stays one request."""

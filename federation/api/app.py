@@ -42,7 +42,7 @@ from federation.quotas import QuotaLedger, StoreBudget
 from federation.store import Store
 from federation.submits import Submits
 from federation.ui import routes as ui
-from federation.watch import WatchLimiter
+from federation.watch import Hubs, WatchLimiter
 from policies.clock import Clock, SystemClock
 
 _SILENT = {"ok": False, "failures": 0, "error": "the scheduler did not answer", "since": None, "last_good": None}
@@ -77,7 +77,8 @@ def create_app(
         budget=StoreBudget(store, clock, config.store.budget_bytes),
         usage=QuotaLedger(store, clock),
         submits=Submits(store, clock),
-        watches=WatchLimiter(config.api.max_watches_per_tenant),
+        watches=WatchLimiter(config.api.max_watches_per_tenant, config.api.max_streams),
+        hubs=Hubs(store),
         logs=logs,
     )
 

@@ -14,6 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from federation.store import RequestTooLarge, StoreFull, StoreUnavailable
 
@@ -49,11 +50,14 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, message: str, fields: Sequence[dict[str, str]] = ()) -> None:
+    def __init__(
+        self, status: int, message: str, fields: Sequence[dict[str, str]] = (), headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.fields = list(fields)
+        self.headers = headers
 
 
 def field_path(loc: Sequence[Any], prefix: str = "") -> str:
@@ -129,7 +133,7 @@ def _body(message: str, fields: Sequence[dict[str, str]] = ()) -> dict[str, Any]
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse(_body(exc.message, exc.fields), status_code=exc.status)
+        return JSONResponse(_body(exc.message, exc.fields), status_code=exc.status, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _request_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -139,6 +143,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         return JSONResponse(_body(str(exc.detail)), status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(ClientDisconnect)
+    async def _client_gone(_: Request, exc: ClientDisconnect) -> JSONResponse:
+        """The client left (or was cut off: api.bodyTimeout) before its body arrived: nobody reads this."""
+        return JSONResponse(_body("the client went away before its request body arrived"), status_code=408)
 
     @app.exception_handler(StoreUnavailable)
     async def _store_down(_: Request, exc: StoreUnavailable) -> JSONResponse:

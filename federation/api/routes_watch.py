@@ -17,9 +17,18 @@ from federation.api.deps import Caller, State
 from federation.api.errors import ERROR_RESPONSES, ApiError
 from federation.api.views import JobHistory
 from federation.auth import Principal, Role
+from federation.fanout import FellBehind
 from federation.sse import Message
 from federation.store import CompactedError, StoreError
-from federation.watch import Listing, TooManyWatches, job_history, job_message, job_messages, listing_messages
+from federation.watch import (
+    RETRY_AFTER,
+    Listing,
+    TooManyWatches,
+    job_history,
+    job_message,
+    job_messages,
+    listing_messages,
+)
 from federation.watch import start_message as listing_start
 
 KEEPALIVE_EVERY = 15.0
@@ -34,7 +43,8 @@ _FORMAT = (
     "ends). A listing's stream: first `start` `{revision}` (what it follows from), then `jobs` messages "
     "`{revision, changes: [{type: put|delete, job: <summary>}]}` (`delete`: the job left the listing). "
     "`error` `{status, error}` ends a stream that cannot go on (410: history compacted, re-list; 503: "
-    "reconnect). Comment lines (`: keepalive`) come every 15 s on an idle stream. Reconnect with "
+    "reconnect, resuming after the last id read: the store's watch failed, or the client read too slowly). "
+    "Comment lines (`: keepalive`) come every 15 s on an idle stream. Reconnect with "
     "`since=<last id>` (or the `Last-Event-ID` header) to miss nothing and repeat nothing."
 )
 
@@ -43,7 +53,11 @@ def stream_responses(format_: str) -> dict[int | str, dict[str, Any]]:
     """The OpenAPI answers of a route that streams (``format_``: what its messages are)."""
     return {
         200: {"content": {sse.MEDIA_TYPE: {"schema": {"type": "string", "description": format_}}}},
-        429: {**ERROR_RESPONSES[429], "description": "too many event streams open for this tenant on this server"},
+        429: {
+            **ERROR_RESPONSES[429],
+            "description": "too many event streams open for this tenant, or in all, on this server "
+            "(api.maxWatchesPerTenant, api.maxStreams: Retry-After says when to try again)",
+        },
     }
 
 
@@ -118,13 +132,17 @@ def event_stream(
     try:
         release = state.watches.take(who.name)
     except TooManyWatches as exc:
-        raise ApiError(429, str(exc)) from None
+        raise ApiError(429, str(exc), headers={"Retry-After": str(RETRY_AFTER)} if exc.everyone else None) from None
 
     async def body() -> AsyncIterator[bytes]:
+        last: int | None = None
         for message in first:
+            last = message.id if message.id is not None else last
             yield message.encode()
         try:
             async for change in rest:
+                if change is not None and change.id is not None:
+                    last = change.id
                 yield sse.KEEPALIVE if change is None else change.encode()
         except CompactedError:
             yield Message(
@@ -132,6 +150,9 @@ def event_stream(
             ).encode()
         except StoreError as exc:
             yield Message("error", {"status": 503, "error": f"the store's watch failed ({exc}): reconnect"}).encode()
+        except FellBehind as exc:
+            resume = "" if last is None else f" with since={last}"
+            yield Message("error", {"status": 503, "error": f"{exc}: reconnect{resume}"}).encode()
 
     return EventStream(body(), release)
 
@@ -148,7 +169,7 @@ async def watch_listing(
         await _resumable(state, stream.after)
     after = stream.after if stream.after is not None else await state.store.revision()
     return event_stream(
-        state, who, [listing_start(after)], listing_messages(state.store, listing, after, KEEPALIVE_EVERY)
+        state, who, [listing_start(after)], listing_messages(state.hubs, listing, after, KEEPALIVE_EVERY)
     )
 
 
@@ -175,4 +196,4 @@ async def job_events(
     else:
         first = [job_message(record, revision)]
     after = revision if stream.after is None else stream.after
-    return event_stream(state, who, first, job_messages(state.store, job_id, after, KEEPALIVE_EVERY))
+    return event_stream(state, who, first, job_messages(state.hubs, job_id, after, KEEPALIVE_EVERY))

@@ -23,7 +23,7 @@ from federation.quotas import QuotaLedger, StoreBudget
 from federation.reports.facts import JobFacts, load_job_facts
 from federation.store import Store
 from federation.submits import Submits
-from federation.watch import WatchLimiter
+from federation.watch import Hubs, WatchLimiter
 from policies.clock import Clock
 
 
@@ -136,5 +136,6 @@ class ServerState:
     usage: QuotaLedger
     submits: Submits
     watches: WatchLimiter
+    hubs: Hubs
     logs: LogStore
     reports: ReportGate = field(default_factory=ReportGate)

@@ -79,11 +79,10 @@ def check_api_tls(args: argparse.Namespace) -> None:
 async def serve(args: argparse.Namespace) -> None:
     # Imported here, not at the top: the web stack, the store client and the scheduler take most of a
     # second to load, which every other ``fedq`` command would pay at start-up.
-    import ssl
-
     import uvicorn
 
     from federation.api.app import create_app
+    from federation.api.connections import Guards, guarded, server_tls
     from federation.cli.output import say
     from federation.config import load_federation_config, load_yaml_file
     from federation.models import QueueTreeConfig
@@ -101,16 +100,14 @@ async def serve(args: argparse.Namespace) -> None:
     store = open_store(target, prefix=args.prefix, clock=SystemClock())
     clock = SystemClock()
     app = create_app(store, admin_token=token, config=config, clock=clock, queues=queues)
+    tls = server_tls(args.tls_cert, args.tls_key, args.ca) if args.tls_cert else None
     server = uvicorn.Server(
         uvicorn.Config(
             app,
             host=args.host,
             port=args.port,
             log_level=args.log_level,
-            ssl_certfile=args.tls_cert,
-            ssl_keyfile=args.tls_key,
-            ssl_ca_certs=args.ca,
-            ssl_cert_reqs=ssl.CERT_REQUIRED if args.ca else ssl.CERT_NONE,
+            http=guarded(Guards.of(config.api, tls)),  # TLS too: the guards time its handshake
             timeout_graceful_shutdown=SHUTDOWN_GRACE,
         )
     )
