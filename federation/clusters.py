@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import structlog
 from pydantic import ValidationError
@@ -38,6 +39,7 @@ from federation.store import Compare, KeyValue, Op, Store, get_many
 from policies.clock import Clock
 
 log = structlog.get_logger("fedq.clusters")
+T = TypeVar("T")
 
 
 class JoinRefused(Exception):
@@ -108,12 +110,7 @@ class ClusterService:
     async def all(self) -> list[tuple[ClusterRecord, LatestReport | None]]:
         """Every joined cluster with its last report, timed when it was last heard; a report that cannot be
         read (an older format, an outside write) counts as none until the cluster's next report replaces it."""
-        reports = {}
-        for kv in await self.store.range(keys.REPORTS):
-            try:
-                reports[kv.key.removeprefix(keys.REPORTS)] = LatestReport.from_bytes(kv.value)
-            except ValidationError as exc:
-                log.warning("ignoring a stored report that cannot be read", key=kv.key, error=str(exc))
+        reports = await self._each(keys.REPORTS, LatestReport.from_bytes, "report")
         for kv in await self.store.range(keys.HEARD):
             name = kv.key.removeprefix(keys.HEARD)
             latest = reports.get(name)
@@ -124,14 +121,20 @@ class ClusterService:
 
     async def shapes(self) -> list[tuple[ClusterRecord, ClusterShape | None]]:
         """Every joined cluster with its node kinds and what it honours (``ClusterShape``), for submits."""
-        shapes = {}
-        for kv in await self.store.range(keys.SHAPES):
-            try:
-                shapes[kv.key.removeprefix(keys.SHAPES)] = ClusterShape.from_bytes(kv.value)
-            except ValidationError as exc:
-                log.warning("ignoring a stored cluster shape that cannot be read", key=kv.key, error=str(exc))
+        shapes = await self._each(keys.SHAPES, ClusterShape.from_bytes, "cluster shape")
         records = [ClusterRecord.model_validate_json(kv.value) for kv in await self.store.range(keys.CLUSTERS)]
         return [(record, shapes.get(record.name)) for record in records]
+
+    async def _each(self, prefix: str, parse: Callable[[bytes], T], what: str) -> dict[str, T]:
+        """Every value under ``prefix`` by cluster name; one that cannot be read (an older format, an outside
+        write) is logged and left out until the cluster's next report replaces it."""
+        found = {}
+        for kv in await self.store.range(prefix):
+            try:
+                found[kv.key.removeprefix(prefix)] = parse(kv.value)
+            except ValidationError as exc:
+                log.warning(f"ignoring a stored {what} that cannot be read", key=kv.key, error=str(exc))
+        return found
 
     async def set_cordon(self, name: str, cordoned: bool) -> ClusterRecord:
         record = await self.get(name)

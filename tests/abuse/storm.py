@@ -130,17 +130,8 @@ def stop_agents(loader: Loader) -> None:
         loader.process.join(timeout=10)
 
 
-def _agents_main(
-    server: str,
-    ca: str,
-    credentials: dict[str, str],
-    nodes: int,
-    period: float,
-    storm: multiprocessing.synchronize.Event,
-    stop: multiprocessing.synchronize.Event,
-    results: Any,
-) -> None:
-    asyncio.run(_agents(server, ca, credentials, nodes, period, storm, stop, results))
+def _agents_main(*args: Any) -> None:
+    asyncio.run(_agents(*args))
 
 
 async def _agents(
