@@ -55,7 +55,7 @@ sys.exit(code)
 """Leads the command's process group and exits as the command did. Its watchdog, outside the worker's
 children (Ray kills a dead worker's direct children, which would orphan the command's own), kills
 the whole group when the runner's worker dies first."""
-_READER_JOIN = 2.0
+_READER_JOIN = 10.0  # long only when a process outside the killed group holds a pipe; a loaded machine needs seconds
 
 
 class RunInfo(TypedDict):
