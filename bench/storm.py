@@ -35,8 +35,11 @@ def main() -> int:
         "cluster": {"lostAfter": "120s", "requeueAfter": "600s"},
         "quotas": {"tenants": {"alice": {"jobs": size.jobs + 10_000, "tasks": size.jobs + 10_000}}},
     }
-    with EtcdServer(prefixes=TEST_PREFIXES, clock=SystemClock()) as etcd:
-        fed = Federation(etcd.connection, Path(tempfile.mkdtemp(prefix="fedq-storm-")), config)
+    with (
+        tempfile.TemporaryDirectory(prefix="fedq-storm-") as work,
+        EtcdServer(prefixes=TEST_PREFIXES, clock=SystemClock()) as etcd,
+    ):
+        fed = Federation(etcd.connection, Path(work), config)
         try:
             quiet, loud = storm.run(fed, size, ADMIN_TOKEN)
         finally:
