@@ -77,6 +77,9 @@ class ClusterService:
         self.jobs = jobs
         self.tokens = tokens
         self.clock = clock
+        self.changes = 0
+        """How many times this replica changed a cluster's record or shape: what a submit is judged on
+        (``federation/api/admission.py`` reads them again after a change here)."""
         config = retries if retries is not None else JobsConfig()
         self.retry = RetryPolicy(config.max_retries, config.backoff)
         lost_after = (liveness or ClusterLivenessConfig()).lost_after
@@ -101,6 +104,7 @@ class ClusterService:
             grant=token.grant or ClusterGrant(),
         )
         await self.store.put(keys.cluster(name), record.model_dump_json().encode())
+        self.changes += 1
         return await self.tokens.rotate_cluster(name)
 
     async def get(self, name: str) -> ClusterRecord | None:
@@ -142,6 +146,7 @@ class ClusterService:
             raise UnknownCluster(name)
         record.cordoned = cordoned
         await self.store.put(keys.cluster(name), record.model_dump_json().encode())
+        self.changes += 1
         return record
 
     def state_of(self, record: ClusterRecord, latest: LatestReport | None, lost_after: float) -> ClusterState:
@@ -151,24 +156,32 @@ class ClusterService:
 
     async def report(self, name: str, report: ClusterReport) -> ReportReply:
         # What the report is checked against and answered with, in one request: a hundred agents report
-        # every second.
-        found, cancels, assigned = (
-            await self.store.txn(
-                (),
-                [
-                    Op.get(keys.cluster(name)),
-                    Op.range(keys.CANCELS + name + "/"),
-                    Op.range(keys.ASSIGNMENTS + name + "/"),
-                ],
+        # every second. A report that names the stored one (most of them) is also heard in that request.
+        now = self.clock.now()
+        reads = [
+            Op.get(keys.cluster(name)),
+            Op.range(keys.CANCELS + name + "/"),
+            Op.range(keys.ASSIGNMENTS + name + "/"),
+        ]
+        unchanged = report.unchanged_since
+        if unchanged:
+            result = await self.store.txn(
+                [Compare.exists(keys.cluster(name)), Compare.mod_revision(keys.report(name), "==", unchanged)],
+                [_heard(name, now), *reads],
+                reads,
             )
-        ).responses
+            responses = result.responses[1:] if result.succeeded else result.responses
+        else:
+            responses = (await self.store.txn((), reads)).responses
+        found, cancels, assigned = responses
         if not isinstance(found, KeyValue):
             raise UnknownCluster(name)
         assert isinstance(cancels, list) and isinstance(assigned, list)
         record = ClusterRecord.model_validate_json(found.value)
-        now = self.clock.now()
-        if report.unchanged_since:
-            revision = await self._heard(name, report, now)
+        if unchanged:
+            revision: int | None = unchanged if result.succeeded else None
+            if not result.succeeded:  # the stored report is no longer the one it names: the next goes whole
+                await self.store.txn((), [_heard(name, now)])
         else:
             revision = await self._store(name, record, report, now)
         cancellations: dict[tuple[str, int], Cancellation] = {}
@@ -225,17 +238,9 @@ class ClusterService:
         result = await self.store.txn(
             [Compare.value(keys.shape(name), "==", shape)], [report_put], [report_put, Op.put(keys.shape(name), shape)]
         )
+        if not result.succeeded:
+            self.changes += 1
         return result.revision
-
-    async def _heard(self, name: str, report: ClusterReport, now: float) -> int | None:
-        """A report with nothing new but its time: only when it was heard is written, a few bytes; None when
-        the stored report is no longer the one it names (the agent then sends its next one whole)."""
-        assert report.unchanged_since is not None
-        heard = Op.put(keys.heard(name), json.dumps(now).encode())
-        result = await self.store.txn(
-            [Compare.mod_revision(keys.report(name), "==", report.unchanged_since)], [heard], [heard]
-        )
-        return report.unchanged_since if result.succeeded else None
 
     async def _apply_all(self, name: str, updates: list[StatusUpdate], now: float, offset: float) -> list[str | None]:
         """Apply every update, its time moved by ``offset`` onto our clock; returns each one's refusal
@@ -339,3 +344,8 @@ def _plan(stored: StoredJob, event: AgentUpdate, now: float) -> tuple[str | None
     except IllegalTransition as exc:
         return str(exc), None
     return None, None if outcome is None else change_of(stored, outcome)
+
+
+def _heard(name: str, now: float) -> Op:
+    """When ``name`` was last heard: a report that names the stored one writes only this, a few bytes."""
+    return Op.put(keys.heard(name), json.dumps(now).encode())

@@ -4,7 +4,7 @@ budget (``store.budgetBytes``), checked before anything is written.
 A tenant's usage is summed from the job index (``view/<state>/<queue>/<id>``, whose entries carry
 each job's tasks and record size) over its unfinished jobs in the queues it may use, by ``QuotaLedger``
 off the submit path. Two submits checked at once may both pass: a tenant can overshoot by a request,
-and by what other replicas accept within ``USAGE_FRESH_FOR``.
+and by what other replicas accept before the next sum (``USAGE_FRESH_FOR``, ``SUM_SHARE``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ log = structlog.get_logger(__name__)
 
 USAGE_FRESH_FOR = 10.0
 """Seconds a tenant's summed usage serves its submits before it is summed again (in the background)."""
+SUM_SHARE = 0.05
+"""At most this share of the replica's time goes to summing one tenant in the background: a sum that
+took 2 s (a tenant with 100,000 unfinished jobs) is redone after 40 s, not every ``USAGE_FRESH_FOR``."""
 SIZE_FRESH_FOR = 2.0
 """Seconds a store size read stays good; bytes this replica writes meanwhile are added to it."""
 UNFINISHED = tuple(state.value for state in JobState if not state.terminal)
@@ -76,16 +79,18 @@ async def tenant_usage(store: Store, tree: QueueTree, tenant: str) -> Usage:
 
 class QuotaLedger:
     """Each tenant's usage on this replica: summed from the index at most every ``USAGE_FRESH_FOR``
-    seconds, in the background once a first sum exists, plus what this replica accepted since that sum
-    began. A submit waits on a sum only as a tenant's first on the replica or before it is refused, so
-    many jobs cost a tenant's accepted submits nothing; other replicas' submits count from the next sum
-    (a tenant may overshoot by what they accept in that time)."""
+    seconds (longer for a tenant whose sum is slow: ``SUM_SHARE``), in the background once a first sum
+    exists, plus what this replica accepted since that sum began. A submit waits on a sum only as a
+    tenant's first on the replica or before it is refused, so many jobs cost a tenant's accepted submits
+    nothing; other replicas' submits count from the next sum (a tenant may overshoot by what they accept
+    in that time)."""
 
     def __init__(self, store: Store, clock: Clock) -> None:
         self._store = store
         self._clock = clock
         self._accepted = 0  # how many submits this replica accepted: orders them against sums
-        self._summed: dict[str, tuple[float, int, Usage]] = {}  # tenant -> (when, after which submit, sum)
+        # tenant -> (when, after which submit, the sum, when it is due again)
+        self._summed: dict[str, tuple[float, int, Usage, float]] = {}
         self._since: dict[str, list[tuple[int, Usage]]] = {}  # tenant -> its accepted submits, numbered
         self._refreshing: dict[str, asyncio.Task[None]] = {}
 
@@ -95,11 +100,11 @@ class QuotaLedger:
         known = self._summed.get(tenant)
         if known is None or fresh:
             await self._sum(tree, tenant, now)
-        elif now - known[0] >= USAGE_FRESH_FOR and tenant not in self._refreshing:
+        elif now >= known[3] and tenant not in self._refreshing:
             task = asyncio.create_task(self._sum(tree, tenant, now))
             self._refreshing[tenant] = task
             task.add_done_callback(partial(self._refreshed, tenant))
-        _, after, total = self._summed[tenant]
+        _, after, total, _ = self._summed[tenant]
         for number, added in self._since.get(tenant, []):
             if number > after:
                 total = total + added
@@ -126,8 +131,9 @@ class QuotaLedger:
     async def _sum(self, tree: QueueTree, tenant: str, now: float) -> None:
         after = self._accepted
         found = await tenant_usage(self._store, tree, tenant)
-        if after >= self._summed.get(tenant, (0.0, -1, Usage()))[1]:
-            self._summed[tenant] = (now, after, found)
+        took = self._clock.now() - now
+        if after >= self._summed.get(tenant, (0.0, -1, Usage(), 0.0))[1]:
+            self._summed[tenant] = (now, after, found, now + max(USAGE_FRESH_FOR, took / SUM_SHARE))
             self._since[tenant] = [(number, added) for number, added in self._since.get(tenant, []) if number > after]
 
 

@@ -6,6 +6,12 @@ Refused, each naming its field: a resource name no joined cluster reports that i
 backend needs one. "Could ever hold" is the scheduler's own rule (``FederationState.never_fits``),
 asked of a state built from the clusters' records and node kinds (``ClusterShape``), so the two never disagree.
 ``allowUnschedulable`` skips these checks, for jobs meant for clusters that have not joined yet.
+
+The clusters are read at most every ``JOINED_FRESH_FOR`` seconds for the jobs they accept, again after
+this replica changed a cluster (a join, a new shape, a cordon), and before a refusal (as the quota
+ledger does): a cluster that joined or grew a moment ago is never missed, and a hundred submits a
+second do not each read and parse every cluster's shape. A cluster that shrank or left through another
+replica may let a job in for that second; the scheduler then says why it waits.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from federation.models.resources import ALIASES, STANDARD_RESOURCES
 from federation.scheduler.job_view import job_info
 from federation.scheduler.state import FederationState
 from member_agent.backends import command_backends
+from policies.clock import Clock
 from policies.format import format_labels
 
 ESCAPE = (
@@ -28,6 +35,9 @@ ESCAPE = (
 )
 
 Fields = list[dict[str, str]]
+
+JOINED_FRESH_FOR = 1.0
+"""Seconds a read of the joined clusters serves the submits it accepts."""
 
 
 @dataclass
@@ -48,6 +58,14 @@ class JoinedClusters:
                 state.set_latest(record.name, shape.as_report())
                 resources.update(name for node in shape.nodes for name in node.allocatable)
         return cls(state, backends, resources)
+
+    def refused(self, firsts: list[JobRecord], prefixes: list[str]) -> tuple[JobRecord, Fields] | None:
+        """The first job (an array's first element speaks for it) no joined cluster could ever run."""
+        for record, prefix in zip(firsts, prefixes, strict=True):
+            fields = self.refusals(record, prefix)
+            if fields:
+                return record, fields
+        return None
 
     def refusals(self, record: JobRecord, prefix: str) -> Fields:
         """What of the job no joined cluster could ever run, by field; empty when it may wait for one."""
@@ -128,3 +146,20 @@ class JoinedClusters:
                 )
                 return [{"field": f"{prefix}spec.tasks[{index}].command", "message": message}]
         return []
+
+
+class Admission:
+    """The joined clusters a replica checks submits against (see the module's docstring)."""
+
+    def __init__(self, clusters: ClusterService, clock: Clock) -> None:
+        self._clusters = clusters
+        self._clock = clock
+        self._read: tuple[float, int, JoinedClusters] | None = None  # when, after which change, what
+
+    async def refused(self, firsts: list[JobRecord], prefixes: list[str]) -> tuple[JobRecord, Fields] | None:
+        now, changes = self._clock.now(), self._clusters.changes
+        if self._read is not None and now - self._read[0] < JOINED_FRESH_FOR and self._read[1] == changes:
+            if self._read[2].refused(firsts, prefixes) is None:
+                return None
+        self._read = (now, changes, await JoinedClusters.read(self._clusters))
+        return self._read[2].refused(firsts, prefixes)

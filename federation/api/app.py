@@ -24,6 +24,7 @@ from federation.api import (
     routes_tokens,
     routes_watch,
 )
+from federation.api.admission import Admission
 from federation.api.deps import Caller
 from federation.api.errors import ERROR_RESPONSES, install_error_handlers
 from federation.api.schema import DocumentedApp
@@ -62,6 +63,9 @@ def create_app(
     tokens = TokenStore(store, clock, admin_token, bootstrap_ttl=config.auth.token_ttl)
     jobs = JobRepository(store)
     logs = LogStore(None if config.logs.dir is None else Path(config.logs.dir), config.logs.max_bytes_per_job)
+    clusters = ClusterService(
+        store, jobs, tokens, clock, config.jobs, config.cluster, LogIntake(store, logs, config.logs, clock)
+    )
     state = ServerState(
         store=store,
         config=config,
@@ -69,9 +73,8 @@ def create_app(
         tokens=tokens,
         jobs=jobs,
         queues=QueueTreeCache(store),
-        clusters=ClusterService(
-            store, jobs, tokens, clock, config.jobs, config.cluster, LogIntake(store, logs, config.logs, clock)
-        ),
+        clusters=clusters,
+        admission=Admission(clusters, clock),
         metrics=ApiMetrics(),
         audit=AuditLog(config.audit.log, clock),
         budget=StoreBudget(store, clock, config.store.budget_bytes),

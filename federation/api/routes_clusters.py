@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Request, Response
 from pydantic import ValidationError
 
 from federation.api.deps import Caller, State, audited, read_body, read_document, require_admin
@@ -52,7 +52,7 @@ async def join(request: Request, state: State) -> dict[str, Any]:
 
 
 @router.post("/{name}/report", response_model=ReportReply, openapi_extra=request_body(ClusterReport))
-async def report(name: str, request: Request, state: State, who: Caller) -> dict[str, Any]:
+async def report(name: str, request: Request, state: State, who: Caller) -> Response:
     if who.role is not Role.CLUSTER:
         raise ApiError(403, "reports need a cluster credential (from `fedq agent join`)")
     if who.name != name:
@@ -73,7 +73,8 @@ async def report(name: str, request: Request, state: State, who: Caller) -> dict
         raise ApiError(413, str(exc)) from None
     except ClaimRefused as exc:
         raise ApiError(422, str(exc), [{"field": "nodes", "message": str(exc)}]) from None
-    return reply.model_dump(mode="json")
+    # Built by its model already: answered as it is, not checked and encoded a second time by FastAPI.
+    return Response(reply.model_dump_json(), media_type="application/json")
 
 
 @router.get("", response_model=ClusterList)

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from federation.api.admission import JoinedClusters
 from federation.api.dependencies import resolve as resolve_dependencies
 from federation.api.deps import Caller, State, audited, read_document
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid, summary
@@ -167,11 +166,10 @@ async def submit(
     if hold:
         expanded = [[held(record, who, now) for record in elements] for elements in expanded]
     if not allow_unschedulable:
-        joined = await JoinedClusters.read(state.clusters)
-        for elements, prefix in zip(expanded, prefixes, strict=True):
-            refused = joined.refusals(elements[0], prefix)  # the elements of an array share one spec
-            if refused:
-                raise ApiError(422, f"job {elements[0].name!r} could never run: {summary(refused)}", refused)
+        refused = await state.admission.refused([elements[0] for elements in expanded], prefixes)
+        if refused is not None:
+            job, fields = refused
+            raise ApiError(422, f"job {job.name!r} could never run: {summary(fields)}", fields)
     records = [record for elements in expanded for record in elements]
     sizes = _record_sizes(expanded, prefixes, state.config.api.max_record_bytes)
     adding = usage_of(records, sizes)

@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from pydantic import ValidationError
 
 from federation import keys
+from federation.api.admission import Admission
 from federation.api.errors import ApiError, field_path
 from federation.audit import AuditLog
 from federation.auth import TokenStore
@@ -130,6 +131,7 @@ class ServerState:
     jobs: JobRepository
     queues: QueueTreeCache
     clusters: ClusterService
+    admission: Admission
     metrics: ApiMetrics
     audit: AuditLog
     budget: StoreBudget

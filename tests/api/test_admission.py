@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.api.conftest import ApiFactory
+from federation.api.admission import JOINED_FRESH_FOR
+from tests.api.conftest import ApiFactory, serving
 from tests.api.support import Api, job_spec, join, report
 
 pytestmark = pytest.mark.etcd
@@ -162,3 +163,34 @@ async def test_a_spread_gang_wider_than_every_cluster_is_refused(api_on: ApiFact
         await accepted(api, job_spec(placement="spread", tasks=[task(replicas=1)]))
         bad = await refused(api, job_spec(placement="scatter", tasks=[task()]))
         assert bad["field"] == "spec.placement" and "'pack' or 'spread'" in bad["message"]
+
+
+async def test_submits_read_the_clusters_once_a_second_and_again_before_a_refusal(api_on: ApiFactory) -> None:
+    """Accepting needs a read at most ``JOINED_FRESH_FOR`` old and after this replica's last change to a
+    cluster; a refusal is checked against a fresh one, so a cluster that grew through another replica since
+    the last read takes the job at once."""
+    async with api_on() as api, serving(api.store, api.clock) as other:
+        await joined(api)  # one 8-cpu node
+        clusters = api.app.state.fedq.clusters
+        reads = 0
+        shapes = clusters.shapes
+
+        async def counted() -> Any:
+            nonlocal reads
+            reads += 1
+            return await shapes()
+
+        clusters.shapes = counted
+        for _ in range(5):
+            await accepted(api, job_spec(tasks=[task()]))
+        assert reads == 1, "five submits in one second read the clusters more than once"
+        api.clock.advance(JOINED_FRESH_FOR)
+        await accepted(api, job_spec(tasks=[task()]))
+        assert reads == 2
+        big = {"name": "b1", "allocatable": {"cpu": 64}, "free": {"cpu": 64}}
+        await report(api, "big", await join(api, "big"), nodes=[big])
+        await accepted(api, job_spec(tasks=[task(resources={"cpu": "32"})]))
+        assert reads == 3  # read again after the join through this replica
+        await report(other, "huge", await join(other, "huge"), nodes=[{**big, "allocatable": {"cpu": 96}}])
+        await accepted(api, job_spec(tasks=[task(resources={"cpu": "80"})]))  # the kept read would refuse it
+        assert reads == 4

@@ -3,10 +3,12 @@ Each refusal says the limit and writes nothing."""
 
 from __future__ import annotations
 
+import asyncio
+
 from federation import keys
 from federation.models import QueueTree, QueueTreeConfig
-from federation.quotas import QuotaLedger, Usage
-from federation.store import KeyValue, MemoryStore
+from federation.quotas import SUM_SHARE, USAGE_FRESH_FOR, QuotaLedger, Usage
+from federation.store import KeyValue, MemoryStore, StoreSnapshot
 from policies.clock import ManualClock
 from tests.api.conftest import QUEUES as QUEUE_TREE
 from tests.api.conftest import START, ApiFactory
@@ -142,4 +144,41 @@ async def test_the_ledger_counts_accepted_submits_without_summing_again_until_it
     assert await ledger.usage(tree, "alice") == Usage(2, 4, 100)
     assert store.ranges == scans  # no second sum while fresh
     assert await ledger.usage(tree, "alice", fresh=True) == Usage()  # the store holds none of them
+    await store.close()
+
+
+class SlowStore(MemoryStore):
+    """Each read takes ``step`` seconds of the manual clock: a tenant whose usage is slow to sum."""
+
+    def __init__(self, clock: ManualClock, step: float) -> None:
+        super().__init__(clock=ManualClock(START))
+        self.clock, self.step, self.reads = clock, step, 0
+
+    async def snapshot(self, start: str, *, limit: int = 0, end: str | None = None) -> StoreSnapshot:
+        self.reads += 1
+        self.clock.advance(self.step)
+        return await super().snapshot(start, limit=limit, end=end)
+
+
+async def test_a_slow_sum_is_redone_after_twenty_times_what_it_took_not_every_ten_seconds() -> None:
+    """A sum that takes ``took`` seconds is due again after max(USAGE_FRESH_FOR, took / SUM_SHARE): with
+    SUM_SHARE 0.05 a background sum holds at most 5 % of the replica's time, whatever the tenant holds."""
+    clock = ManualClock(START)
+    store = SlowStore(clock, step=0.1)
+    ledger = QuotaLedger(store, clock)
+    tree = QueueTree(QueueTreeConfig.model_validate(QUEUE_TREE))
+    began = clock.now()
+    await ledger.usage(tree, "alice")
+    took = clock.now() - began
+    per_sum = store.reads
+    assert took / SUM_SHARE > USAGE_FRESH_FOR  # slow enough for the share to matter: e.g. 12 reads, 1.2 s, 24 s
+    clock.advance(began + took / SUM_SHARE - clock.now() - 0.5)  # just before it is due
+    await ledger.usage(tree, "alice")
+    await asyncio.sleep(0)
+    assert store.reads == per_sum, "summed again before its share allowed"
+    clock.advance(1.0)
+    await ledger.usage(tree, "alice")  # due: starts a sum in the background
+    for _ in range(10 * per_sum):
+        await asyncio.sleep(0)
+    assert store.reads == 2 * per_sum
     await store.close()
