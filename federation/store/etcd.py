@@ -102,6 +102,7 @@ class EtcdStore:
             raise ValueError("the key prefix must not be empty (etcd has no empty key)")
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
+        self._settings = (prefix, max_txn_ops, timeout, connect_timeout, page_size)
         self.max_txn_ops = max_txn_ops
         self._prefix = prefix.encode()
         self._page_size = page_size
@@ -117,6 +118,18 @@ class EtcdStore:
     @property
     def connection(self) -> EtcdConnection:
         return self._rpc.connection
+
+    def another(self) -> EtcdStore:
+        """The same store over connections of its own, for another event loop (``federation/lease_keeper.py``)."""
+        prefix, max_txn_ops, timeout, connect_timeout, page_size = self._settings
+        return EtcdStore(
+            self.connection,
+            prefix=prefix,
+            max_txn_ops=max_txn_ops,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            page_size=page_size,
+        )
 
     async def get(self, key: str) -> KeyValue | None:
         response = await self._send(_RANGE, rpc.RangeRequest(key=self._key(key)), retry=True)
