@@ -70,6 +70,7 @@ async def measure(args: argparse.Namespace, work: Path) -> tuple[float, float, f
 
             second.lead = timed_lead  # type: ignore[method-assign]
             assert await first.lead()  # A's last renewal: it dies now, and its lease runs out in etcd
+            await first.election.abandon()
             died = time.perf_counter()
             loop = asyncio.create_task(second.run(stop))
             while not second.leading:

@@ -82,6 +82,12 @@ class LeaderElection:
             await self._revoke_quietly(self._lease)
             self._lease = None
 
+    async def abandon(self) -> None:
+        """Stop renewing without handing over, as a killed process does: the lease runs out in etcd (for
+        the takeover bench, which kills a leader in its own process)."""
+        await self._stop_keeper()
+        self._lease = None
+
     async def _stop_keeper(self) -> None:
         if self._keeper is not None:
             keeper, self._keeper = self._keeper, None
