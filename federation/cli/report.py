@@ -37,8 +37,7 @@ def cmd_quota(args: argparse.Namespace) -> int:
         from federation.reports.plot import plot_quota  # matplotlib: ~0.5 s, paid only by --plot
 
         window = f"{format_time(report.since, local=True)} to {format_time(report.until, local=True)}"
-        fair = {row.tenant: row.fair_share for row in report.tenants}
-        plot_quota(report.series, fair, args.plot, title=f"Usage against fair share, {window}")
+        plot_quota(report.series, args.plot, title=f"Usage against fair share, {window}")
         data.pop("series", None)
     output = output_of(args)
     if output == "csv":
