@@ -100,10 +100,10 @@ def build_quota_report(
     window_total = sum(a.unit_seconds for a in window.values())
     target_units = _tenant_targets(targets, scoped)
 
-    def past_shares(then: Priorities) -> dict[str, float]:
-        """Each tenant's fair share as it was when ``then``'s priorities held."""
+    def past_targets(then: Priorities) -> tuple[dict[str, float], float]:
+        """Each tenant's target (units) as it was when ``then``'s priorities held, and all targets' sum."""
         _, past = entitlements(tree, then, capacity_units, lanes)
-        return {t: _ratio(units, sum(past.values())) for t, units in _tenant_targets(past, scoped).items()}
+        return _tenant_targets(past, scoped), sum(past.values())
 
     target_total = sum(targets.values())
     guarantees = {t: _tenant_guarantee(tree, scoped.get(t, set()), leaves) for t in per_tenant}
@@ -158,7 +158,7 @@ def build_quota_report(
         by_cluster=by_cluster,
         tenants=[row for row in rows if row.tenant in shown],
         queues=[] if tenant is not None else _queue_rows(tree, snapshot, jobs, slices, window, in_scope),
-        series=None if bins <= 0 else _series(snapshot, since, until, bins, shown, in_scope, past_shares),
+        series=None if bins <= 0 else _series(snapshot, since, until, bins, shown, in_scope, past_targets),
     )
 
 
@@ -309,7 +309,7 @@ def _series(
     bins: int,
     tenants: set[str],
     in_scope: Callable[[str], bool],
-    shares_at: Callable[[Priorities], Mapping[str, float]],
+    targets_at: Callable[[Priorities], tuple[Mapping[str, float], float]],
 ) -> UsageSeries:
     edges = [since + (until - since) * i / bins for i in range(bins + 1)]
     per_tenant = {t: [0.0] * bins for t in sorted(tenants)}
@@ -320,11 +320,13 @@ def _series(
             if t in per_tenant and in_scope(q):
                 per_tenant[t][i] += amount.unit_seconds
     fair: dict[str, list[float]] = {t: [] for t in per_tenant}
+    fair_units: dict[str, list[float]] = {t: [] for t in per_tenant}
     for then in past_priorities(snapshot, edges):
-        shares = shares_at(then)
-        for t, points in fair.items():
-            points.append(shares.get(t, 0.0))
-    return UsageSeries(edges=edges, tenants=per_tenant, total=total, fair_share=fair)
+        targets, whole = targets_at(then)
+        for t in per_tenant:
+            fair_units[t].append(targets.get(t, 0.0))
+            fair[t].append(_ratio(targets.get(t, 0.0), whole))
+    return UsageSeries(edges=edges, tenants=per_tenant, total=total, fair_share=fair, fair_share_units=fair_units)
 
 
 def _tenant_targets(targets: Mapping[tuple[str, str], float], scoped: Mapping[str, set[str]]) -> dict[str, float]:

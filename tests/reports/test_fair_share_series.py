@@ -60,6 +60,7 @@ def test_fair_share_is_a_series_and_does_not_drop_to_zero_between_jobs() -> None
     print(f"alice's fair share at the edges: {got} (by hand {expected})")
     assert got == pytest.approx(expected, abs=5e-5), f"alice's fair-share series {got}, by hand {expected}"
     assert series.fair_share["bob"] == pytest.approx([1 - x for x in expected], abs=5e-5)
+    assert series.fair_share_units["alice"] == pytest.approx([10 * x for x in expected], abs=5e-4)  # of 10 cores
 
 
 def test_a_window_cut_inside_a_minute_bucket_reads_the_bucket_evenly() -> None:
