@@ -47,8 +47,11 @@ def past_priorities(snapshot: AccountingSnapshot, times: Sequence[float]) -> lis
     """The tenants' and queues' RUPs at each of ``times`` (ascending), from ``snapshot``'s history."""
     tenant_cells: dict[str, list[Cell]] = {}
     queue_cells: dict[str, list[Cell]] = {}
-    for (tenant, queue, _), history in snapshot.history.items():
-        cells = [(start, width, cell[0]) for start, width, cell in history.cells() if cell and cell[0]]
+    for key, history in snapshot.history.items():
+        tenant, queue, _ = key
+        meter = snapshot.series.get(key)
+        now_units = 0.0 if meter is None else meter.units
+        cells = [_until_now(c, snapshot.time, now_units) for c in history.cells() if c[2] and c[2][0]]
         tenant_cells.setdefault(tenant, []).extend(cells)
         for path in queue_ancestry(queue):
             queue_cells.setdefault(path, []).extend(cells)
@@ -64,6 +67,18 @@ def past_priorities(snapshot: AccountingSnapshot, times: Sequence[float]) -> lis
         )
         for k, time in enumerate(times)
     ]
+
+
+def _until_now(bucket: tuple[float, float, list[float]], now: float, units: float) -> Cell:
+    """A bucket as a cell; the one ``now`` is in ends at ``now``, and holds the series' rate of now
+    (``units``) for as long as its usage lasts at that rate: a job started seconds ago is not spread
+    over the whole minute (below the 0.5 floor, a spread rate would not move the RUP at all)."""
+    start, width, cell = bucket
+    unit_seconds = cell[0]
+    if start + width <= now or start >= now:
+        return start, width, unit_seconds
+    held = now - start if units <= 0 else min(now - start, unit_seconds / units)
+    return now - held, held, unit_seconds
 
 
 def _rups(

@@ -75,3 +75,18 @@ def test_a_window_cut_inside_a_minute_bucket_reads_the_bucket_evenly() -> None:
     rup = b * 0.5 + (1 - b) * 3
     assert report.series is not None
     assert report.series.fair_share["alice"][-1] == pytest.approx(0.5 / (rup + 0.5))
+
+
+def test_a_job_started_seconds_ago_moves_the_last_point_as_the_meter_does() -> None:
+    # 2 cores from T0+40 s, read at T0+45 s: 10 core-seconds in the T0 minute bucket. Spread over the minute
+    # (0.17 cores) they would sit under the 0.5 floor and leave the RUP at 0.5; held at today's rate from
+    # T0+40 s they give the meter's RUP: 0.5 x b + 2 x (1 - b), b = 0.5**(5/h), h = 1 h.
+    acct = Accountant(ManualClock(T0), HOUR, {"cpu": 1.0})
+    acct.start("a1", "alice", "lab", "east", {"cpu": 2}, at=T0 + 40)
+    tree = QueueTree(QueueTreeConfig.model_validate(LAB))
+    report = build_quota_report(acct.snapshot(T0 + 45), tree, [], CAPACITY, since=T0, until=T0 + 45, bins=1)
+    b = 0.5 ** (5 / HOUR)
+    rup = 0.5 * b + 2 * (1 - b)
+    alice = report.tenants[0]
+    assert report.series is not None and alice.real_priority == pytest.approx(rup)
+    assert report.series.fair_share["alice"][-1] == pytest.approx(0.5 / (rup + 0.5)) == pytest.approx(alice.fair_share)
