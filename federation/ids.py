@@ -6,6 +6,8 @@ import secrets
 import threading
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
+DEFAULT_TASK = "main"
+"""The name of a task given none (here, not in the models, so ``fedq job`` reads it without pydantic)."""
 
 
 def _base32(value: int, width: int) -> str:

@@ -27,7 +27,8 @@ def format_number(value: float) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def _in_bytes(resource: str) -> bool:
+def in_bytes(resource: str) -> bool:
+    """Whether a resource is counted in bytes (memory, storage)."""
     return resource in ("memory", "ephemeral-storage") or resource.endswith("memory")
 
 
@@ -36,11 +37,11 @@ def format_quantity(resource: str, amount: float) -> str:
     decimal ones (0.5 -> '500m', 2 -> '2'; thousands stay plain, as cpu counts read better so)."""
     if amount == 0:
         return "0"
-    units = (*_BINARY, ("", 1.0)) if _in_bytes(resource) else _DECIMAL
+    units = (*_BINARY, ("", 1.0)) if in_bytes(resource) else _DECIMAL
     for suffix, scale in units:
         if abs(amount) >= scale:
             return format_number(amount / scale) + suffix
-    suffix, scale = units[-1] if _in_bytes(resource) else _SMALLEST
+    suffix, scale = units[-1] if in_bytes(resource) else _SMALLEST
     return format_number(amount / scale) + suffix
 
 

@@ -156,6 +156,12 @@ class History:
             for start, cell in cells.items():
                 yield start, tier.width, cell
 
+    def first(self) -> float | None:
+        """The start of the oldest bucket (None: no usage recorded)."""
+        self.flush()
+        starts = [next(iter(cells)) for cells in self.buckets if cells]
+        return min(starts) if starts else None
+
     def total(self) -> Amounts:
         return self.binned([-math.inf, math.inf])[0]
 

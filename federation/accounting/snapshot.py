@@ -46,6 +46,11 @@ class AccountingSnapshot:
         meter = self.queues.get(queue)
         return RUP_FLOOR if meter is None else meter.rup
 
+    def first_usage(self, keep: SeriesFilter = every_series) -> float | None:
+        """When the oldest recorded usage of the kept series began (None: none is recorded)."""
+        starts = [start for key, h in self.history.items() if keep(key) and (start := h.first()) is not None]
+        return min(starts) if starts else None
+
     def window(self, since: float, until: float, keep: SeriesFilter = every_series) -> dict[SeriesKey, Amounts]:
         """Usage of each kept series over ``[since, until]`` from its history buckets."""
         return {key: self.history[key].binned([since, until])[0] for key in self.history if keep(key)}

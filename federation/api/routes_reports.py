@@ -29,7 +29,7 @@ from federation.reports.quota import UnknownQueue, build_quota_report, known_ten
 from federation.reports.render import quota_csv, userprio_csv
 from federation.reports.source import federation_capacity, load_accounting
 from federation.reports.userprio import build_userprio
-from federation.reports.window import parse_when
+from federation.reports.window import AUTO, fitting_window, parse_when
 
 router = APIRouter(prefix="/v1/reports", tags=["reports"], responses=ERROR_RESPONSES)
 MAX_BINS = 2000
@@ -93,7 +93,9 @@ async def quota(
     who: Caller,
     tenant: str | None = None,
     queue: str | None = None,
-    since: str = "7d",
+    since: Annotated[
+        str, Query(description="'auto': the smallest of 1h, 6h, 1d, 7d, 30d that holds all the recorded usage")
+    ] = AUTO,
     until: str = "now",
     by: Literal["cluster"] | None = None,
     format: Literal["json", "csv"] = "json",
@@ -105,6 +107,9 @@ async def quota(
         inputs = await _inputs(state)
         _check_tenant(inputs, who, tenant)
         now = inputs.snapshot.time
+        if since == AUTO:
+            first = inputs.snapshot.first_usage(lambda key: tenant is None or key[0] == tenant)
+            since = fitting_window(first, now)
         start, end = _time(since, now, "since"), _time(until, now, "until")
         if end < start:
             raise ApiError(422, f"the window ends before it starts (since={since!r}, until={until!r})")

@@ -37,8 +37,7 @@ def cmd_quota(args: argparse.Namespace) -> int:
         from federation.reports.plot import plot_quota  # matplotlib: ~0.5 s, paid only by --plot
 
         window = f"{format_time(report.since, local=True)} to {format_time(report.until, local=True)}"
-        fair = {row.tenant: row.fair_share for row in report.tenants}
-        plot_quota(report.series, fair, args.plot, title=f"Usage against fair share, {window}")
+        plot_quota(report.series, args.plot, title=f"Usage against fair share, {window}")
         data.pop("series", None)
     output = output_of(args)
     if output == "csv":
@@ -83,7 +82,7 @@ _QUOTA_SHOWN = {
         Column("SHARE", drop=2),
         Column("FAIR SHARE", drop=1),
         Column("EUP", drop=4),
-        Column("USAGE (resource-h)", drop=5, fold=True),
+        Column("USAGE", drop=5, fold=True),
         Column("WAIT P50", drop=6),
         Column("CLUSTER"),
         Column("UNIT-H", drop=2),
@@ -128,7 +127,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     )
     quota.add_argument("--tenant", help="one tenant, e.g. alice (a tenant token always sees only its own)")
     quota.add_argument("--queue", help="only usage and jobs in this queue's subtree, e.g. research")
-    quota.add_argument("--since", default="7d", help="window start: '7d' (ago), ISO date/time, or Unix seconds")
+    quota.add_argument(
+        "--since",
+        default="auto",
+        help="window start: '7d' (ago), ISO date/time, Unix seconds, or 'auto' (the default: the smallest of "
+        "1h, 6h, 1d, 7d, 30d that holds all the recorded usage)",
+    )
     quota.add_argument("--until", default="now", help="window end, as --since (default: now)")
     quota.add_argument("--by", choices=["cluster"], help="one row per (tenant, cluster)")
     quota.add_argument("--plot", metavar="FILE.png", help="also draw usage against fair share over the window")

@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from federation.ids import DEFAULT_TASK
 from federation.lifecycle.states import JobEvent, JobState
 from federation.models.dependency import MAX_DEPENDENCIES, Dependency, Wait
 from federation.models.image import IMAGE, MAX_IMAGE, check_image, check_working_dir
@@ -73,7 +74,7 @@ class StrictModel(BaseModel):
 
 
 class TaskSpec(StrictModel):
-    name: Annotated[str, documented_name(_DNS_LABEL, 63)] = "main"
+    name: Annotated[str, documented_name(_DNS_LABEL, 63)] = DEFAULT_TASK
     replicas: Integer = Field(1, ge=1, le=MAX_REPLICAS)
     resources: Resources = Field(default_factory=dict)
     command: list[str] = Field(default_factory=list)

@@ -66,11 +66,14 @@ class QueueRow(BaseModel):
 
 
 class UsageSeries(BaseModel):
-    """Weighted unit-seconds per time bin: each tenant's, and everyone's (``total``), for plots."""
+    """Weighted unit-seconds per time bin: each tenant's, and everyone's (``total``), for plots; and
+    each tenant's fair share (a fraction, and in units) as it was at each edge, from the priorities of then."""
 
     edges: list[float]
     tenants: dict[str, list[float]]
     total: list[float]
+    fair_share: dict[str, list[float]] = Field(default_factory=dict)
+    fair_share_units: dict[str, list[float]] = Field(default_factory=dict)
 
 
 class QuotaReport(BaseModel):

@@ -2,13 +2,13 @@
 
 Top: what each tenant used, stacked, as average weighted units (cores, with the default weights)
 per time bin. Bottom: each tenant's share of the federation's usage per bin (solid) against its
-fair-share target (dashed, same colour). Drawn on matplotlib's Agg canvas (no pyplot state).
+fair share as it was at each bin edge (dashed, same colour; ``UsageSeries.fair_share``). Drawn on
+matplotlib's Agg canvas (no pyplot state).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,17 +24,20 @@ DPI = 100
 PLOT_SIZE_PX = (int(FIGSIZE_IN[0] * DPI), int(FIGSIZE_IN[1] * DPI))  # (width, height)
 
 
-def plot_quota(
-    series: UsageSeries, fair_shares: Mapping[str, float], path: str | Path, title: str = "Usage against fair share"
-) -> None:
-    """Write the PNG; ``fair_shares`` are fractions (0-1) by tenant, as in the report's ``fair_share``."""
+def plot_quota(series: UsageSeries, path: str | Path, title: str = "Usage against fair share") -> None:
+    """Write the PNG of a report's series (its ``fair_share`` are fractions, 0-1, at each edge)."""
     if len(series.edges) < 2:
         raise ValueError("the usage series has no time bins: ask the report for bins > 0")
     bins = len(series.edges) - 1
     ranked = sorted(series.tenants, key=lambda t: (-sum(series.tenants[t]), t))
     shown = {t: series.tenants[t] for t in ranked[:TOP_TENANTS]}
+    fair = {t: [100 * share for share in series.fair_share[t]] for t in shown if t in series.fair_share}
     if len(ranked) > TOP_TENANTS:
-        shown[OTHERS] = [sum(series.tenants[t][b] for t in ranked[TOP_TENANTS:]) for b in range(bins)]
+        rest = ranked[TOP_TENANTS:]
+        shown[OTHERS] = [sum(series.tenants[t][b] for t in rest) for b in range(bins)]
+        fair[OTHERS] = [
+            100 * sum(series.fair_share.get(t, [0.0] * (bins + 1))[e] for t in rest) for e in range(bins + 1)
+        ]
     widths = [hi - lo for lo, hi in zip(series.edges, series.edges[1:], strict=False)]
     x = [datetime.fromtimestamp(edge, UTC) for edge in series.edges]
 
@@ -55,8 +58,8 @@ def plot_quota(
     for tenant, used in shown.items():
         share = [100 * u / tot if tot > 0 else math.nan for u, tot in zip(used, series.total, strict=True)]
         bottom.stairs(share, x, baseline=None, color=colors[tenant], linewidth=1.5)
-        if tenant in fair_shares:
-            bottom.axhline(100 * fair_shares[tenant], color=colors[tenant], linestyle="--", linewidth=1.2)
+        if tenant in fair:
+            bottom.plot(x, fair[tenant], color=colors[tenant], linestyle="--", linewidth=1.2)
     bottom.plot([], [], color="black", linewidth=1.5, label="share of usage")
     bottom.plot([], [], color="black", linestyle="--", linewidth=1.2, label="fair share")
     bottom.legend(handles=bottom.get_lines()[-2:], loc="upper right", fontsize="small")

@@ -12,11 +12,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from federation.accounting.history import Amounts
+from federation.accounting.past import past_priorities
 from federation.accounting.snapshot import AccountingSnapshot, SeriesKey
 from federation.models import JobState, QueueTree
 from federation.reports.facts import JobFacts
 from federation.reports.models import Amount, ClusterRow, QueueRow, QuotaReport, TenantRow, UsageSeries
-from federation.reports.targets import borrowed_and_lent, fair_share_targets
+from federation.reports.targets import Priorities, borrowed_and_lent, entitlements
 from federation.simulator.metrics import percentile
 from policies import resources as res
 from policies.format import format_time
@@ -66,17 +67,6 @@ def build_quota_report(
     weights = snapshot.weights
     known = known_tenants(tree, snapshot, jobs) | ({tenant} if tenant is not None else set())
 
-    demand: dict[tuple[str, str], float] = {}
-    for (t, q, _), meter in snapshot.series.items():
-        demand[(q, t)] = demand.get((q, t), 0.0) + meter.units
-    for job in jobs:
-        if job.state.queued:
-            lane = (job.queue, job.tenant)
-            demand[lane] = demand.get(lane, 0.0) + res.units(job.resources, weights)
-    capacity_units = res.units(capacity, weights)
-    slices, targets = fair_share_targets(tree, snapshot, capacity_units, demand)
-    window = snapshot.window(since, until)
-
     leaves: dict[str, set[str]] = {}
     for node in tree.leaves():
         for t in node.config.tenants:
@@ -86,6 +76,10 @@ def build_quota_report(
     for job in jobs:
         leaves.setdefault(job.tenant, set()).add(job.queue)
     scoped = {t: {q for q in qs if in_scope(q)} for t, qs in leaves.items()}
+    lanes = [(q, t) for t, qs in leaves.items() for q in qs]
+    capacity_units = res.units(capacity, weights)
+    slices, targets = entitlements(tree, snapshot, capacity_units, lanes)
+    window = snapshot.window(since, until)
 
     per_tenant: dict[str, _Usage] = {t: _Usage() for t in known if queue is None or scoped.get(t)}
     per_cluster: dict[tuple[str, str], _Usage] = {}
@@ -104,13 +98,19 @@ def build_quota_report(
 
     allocated_total = sum(m.units for m in snapshot.series.values())
     window_total = sum(a.unit_seconds for a in window.values())
+    target_units = _tenant_targets(targets, scoped)
+
+    def past_targets(then: Priorities) -> tuple[dict[str, float], float]:
+        """Each tenant's target (units) as it was when ``then``'s priorities held, and all targets' sum."""
+        _, past = entitlements(tree, then, capacity_units, lanes)
+        return _tenant_targets(past, scoped), sum(past.values())
+
     target_total = sum(targets.values())
     guarantees = {t: _tenant_guarantee(tree, scoped.get(t, set()), leaves) for t in per_tenant}
     borrowed, lent = borrowed_and_lent({t: u.allocated for t, u in per_tenant.items()}, guarantees)
     rows = []
     for t in sorted(per_tenant):
         usage = per_tenant[t]
-        target = sum(targets.get((q, t), 0.0) for q in scoped.get(t, ()))
         tenant_meter = snapshot.tenants.get(t)
         rows.append(
             TenantRow(
@@ -122,8 +122,8 @@ def build_quota_report(
                 allocated_units=usage.units,
                 share_now=_ratio(usage.units, allocated_total),
                 share_window=_ratio(usage.unit_seconds, window_total),
-                fair_share=_ratio(target, target_total),
-                fair_share_units=target,
+                fair_share=_ratio(target_units.get(t, 0.0), target_total),
+                fair_share_units=target_units.get(t, 0.0),
                 borrowed=borrowed[t],
                 lent=lent[t],
                 real_priority=snapshot.rup(t),
@@ -158,7 +158,7 @@ def build_quota_report(
         by_cluster=by_cluster,
         tenants=[row for row in rows if row.tenant in shown],
         queues=[] if tenant is not None else _queue_rows(tree, snapshot, jobs, slices, window, in_scope),
-        series=None if bins <= 0 else _series(snapshot, since, until, bins, shown, in_scope),
+        series=None if bins <= 0 else _series(snapshot, since, until, bins, shown, in_scope, past_targets),
     )
 
 
@@ -309,6 +309,7 @@ def _series(
     bins: int,
     tenants: set[str],
     in_scope: Callable[[str], bool],
+    targets_at: Callable[[Priorities], tuple[Mapping[str, float], float]],
 ) -> UsageSeries:
     edges = [since + (until - since) * i / bins for i in range(bins + 1)]
     per_tenant = {t: [0.0] * bins for t in sorted(tenants)}
@@ -318,7 +319,19 @@ def _series(
             total[i] += amount.unit_seconds
             if t in per_tenant and in_scope(q):
                 per_tenant[t][i] += amount.unit_seconds
-    return UsageSeries(edges=edges, tenants=per_tenant, total=total)
+    fair: dict[str, list[float]] = {t: [] for t in per_tenant}
+    fair_units: dict[str, list[float]] = {t: [] for t in per_tenant}
+    for then in past_priorities(snapshot, edges):
+        targets, whole = targets_at(then)
+        for t in per_tenant:
+            fair_units[t].append(targets.get(t, 0.0))
+            fair[t].append(_ratio(targets.get(t, 0.0), whole))
+    return UsageSeries(edges=edges, tenants=per_tenant, total=total, fair_share=fair, fair_share_units=fair_units)
+
+
+def _tenant_targets(targets: Mapping[tuple[str, str], float], scoped: Mapping[str, set[str]]) -> dict[str, float]:
+    """Each tenant's target in units: the sum of its lanes' in the leaves in scope."""
+    return {t: sum(targets.get((q, t), 0.0) for q in leaves) for t, leaves in scoped.items()}
 
 
 def _hours(seconds: Amount) -> Amount:

@@ -1,8 +1,8 @@
 """Reports as table rows (for ``emit``) and CSV: one row per tenant, or per (tenant, cluster).
 
 Tables are for people: Kubernetes quantities, numbers and durations as ``policies.format`` spells
-them. CSV is for spreadsheets: one column per (measure, resource) in base units, times in ISO 8601
-UTC, one header row.
+them; usage in plain hours (``12.4 cpu-h, 3.1 GiB-h``: ``usage``). CSV is for spreadsheets: one
+column per (measure, resource) in base units, times in ISO 8601 UTC, one header row.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from federation.reports.models import ClusterRow, QuotaReport, UserPrioReport
-from policies.format import format_number, format_resources, format_span, format_when
+from policies.format import format_number, format_resources, format_span, format_when, in_bytes
+
+GIB = 2.0**30
 
 QUOTA_COLUMNS = [
     "TENANT",
@@ -29,7 +31,7 @@ QUOTA_COLUMNS = [
     "RUP",
     "EUP",
     "FACTOR",
-    "USAGE (resource-h)",
+    "USAGE",
     "RUN",
     "PEND",
     "DONE",
@@ -37,13 +39,46 @@ QUOTA_COLUMNS = [
     "WAIT P50",
     "WAIT P95",
 ]
-CLUSTER_COLUMNS = ["TENANT", "CLUSTER", "ALLOCATED", "USAGE (resource-h)", "UNIT-H", "RUN", "DONE", "FAIL"]
+CLUSTER_COLUMNS = ["TENANT", "CLUSTER", "ALLOCATED", "USAGE", "UNIT-H", "RUN", "DONE", "FAIL"]
 USERPRIO_COLUMNS = ["TENANT", "EFFECTIVE PRIORITY", "REAL PRIORITY", "FACTOR", "IN USE", "USAGE (unit-h)", "LAST USAGE"]
 
 
 def amount(values: Mapping[str, float]) -> str:
     """``cpu=8, memory=32Gi`` as Kubernetes quantities (``policies.format``); empty for none."""
     return format_resources(values) if values else ""
+
+
+def usage(hours: Mapping[str, float]) -> str:
+    """Resource-hours as a person reads them: ``12.4 cpu-h, 3.1 GiB-h, 2 gpu-h`` (memory and other
+    byte resources in GiB-hours, a gpu of any vendor as gpu-h, the rest as ``<name>-h``); empty for none."""
+    return ", ".join(f"{_hours_number(hours[name] / _scale(name))} {_hour_unit(name)}" for name in sorted(hours))
+
+
+def _scale(name: str) -> float:
+    return GIB if in_bytes(name) else 1.0
+
+
+def _hour_unit(name: str) -> str:
+    if name == "memory":
+        return "GiB-h"
+    if in_bytes(name):
+        return f"{name} GiB-h"
+    if name == "cpu" or name.endswith("gpu"):
+        return f"{name.rsplit('/', 1)[-1]}-h"
+    return f"{name}-h"
+
+
+def _hours_number(value: float) -> str:
+    """Readable, never an SI prefix: 0.76, 3.1, 12.4, 184, 12,346; below 0.01, '<0.01'."""
+    size = abs(value)
+    if size == 0:
+        return "0"
+    if size < 0.01:
+        return "<0.01"
+    if size >= 100:
+        return f"{value:,.0f}"
+    text = f"{value:.{2 if size < 10 else 1}f}"
+    return text.rstrip("0").rstrip(".")
 
 
 def percent(value: float) -> str:
@@ -65,7 +100,7 @@ def quota_rows(report: QuotaReport) -> list[list[Any]]:
                 row.tenant,
                 c.cluster,
                 amount(c.allocated),
-                amount(c.resource_hours),
+                usage(c.resource_hours),
                 format_number(c.unit_hours),
                 c.running,
                 c.completed,
@@ -88,7 +123,7 @@ def quota_rows(report: QuotaReport) -> list[list[Any]]:
             format_number(row.real_priority),
             format_number(row.effective_priority),
             format_number(row.priority_factor),
-            amount(row.resource_hours),
+            usage(row.resource_hours),
             row.running,
             row.pending,
             row.completed,

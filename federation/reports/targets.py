@@ -2,16 +2,17 @@
 
 Queues: ``divide_tree`` over the federation's capacity in weighted units, level by level, each queue
 claiming with weight 1/EUP (EUP = queue RUP x priorityFactor / weight), its guarantee as a floor,
-its cap (and, without acceptSurplus, its guarantee) as a ceiling, and its demand (allocation plus
-pending requests) as a ceiling too. Within a leaf, the leaf's slice is pie-spun among the tenants
-with demand there in proportion to 1/EUP (EUP = tenant RUP x priority factor).
+its cap (and, without acceptSurplus, its guarantee) as a ceiling, and its demand as a ceiling too.
+Within a leaf, the leaf's slice is pie-spun among the tenants with demand there in proportion to
+1/EUP (EUP = tenant RUP x priority factor). Reports ask with every tenant's demand at the whole
+capacity (``entitlements``): a tenant's fair share is what it would get if everyone wanted everything.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Protocol
 
-from federation.accounting.snapshot import AccountingSnapshot
 from federation.models import QueueTree
 from federation.reports.models import Amount
 from policies.resources import units
@@ -21,14 +22,35 @@ from policies.snapshot import ROOT
 UNIT = "units"
 
 
+class Priorities(Protocol):
+    """The fair-share inputs at one time: ``AccountingSnapshot`` (now) or ``PastPriorities`` (then)."""
+
+    @property
+    def weights(self) -> Mapping[str, float]: ...
+
+    def rup(self, tenant: str) -> float: ...
+
+    def queue_rup(self, queue: str) -> float: ...
+
+    def factor(self, tenant: str) -> float: ...
+
+
+def entitlements(
+    tree: QueueTree, priorities: Priorities, capacity_units: float, lanes: Iterable[tuple[str, str]]
+) -> tuple[dict[str, float], dict[tuple[str, str], float]]:
+    """``fair_share_targets`` with every (leaf, tenant) lane wanting the whole capacity: slices that
+    move only with usage (through the RUPs), never with whether a tenant has a job right now."""
+    return fair_share_targets(tree, priorities, capacity_units, dict.fromkeys(lanes, capacity_units))
+
+
 def fair_share_targets(
     tree: QueueTree,
-    snapshot: AccountingSnapshot,
+    priorities: Priorities,
     capacity_units: float,
     demand: Mapping[tuple[str, str], float],
 ) -> tuple[dict[str, float], dict[tuple[str, str], float]]:
     """Slices in units per queue path, and per (leaf, tenant); ``demand`` is in units per (leaf, tenant)."""
-    weights = snapshot.weights
+    weights = priorities.weights
     requested: dict[str, float] = {}
     for (leaf, _), amount in demand.items():
         node = tree.get(leaf)
@@ -39,7 +61,7 @@ def fair_share_targets(
     children: dict[str, list[str]] = {ROOT: []}
     for path, node in tree.nodes.items():
         conf = node.config
-        eup = effective_priority(snapshot.queue_rup(path), conf.priority_factor, conf.weight)
+        eup = effective_priority(priorities.queue_rup(path), conf.priority_factor, conf.weight)
         claims[path] = Claim(
             weight=1.0 / eup,
             guarantee={UNIT: units(conf.guarantee, weights)},
@@ -55,7 +77,7 @@ def fair_share_targets(
             by_leaf.setdefault(leaf, {})[tenant] = amount
     tenants: dict[tuple[str, str], float] = {}
     for leaf, wants in by_leaf.items():
-        eups = {t: effective_priority(snapshot.rup(t), snapshot.factor(t)) for t in wants}
+        eups = {t: effective_priority(priorities.rup(t), priorities.factor(t)) for t in wants}
         for tenant, got in pie_spin(slices.get(leaf, 0.0), wants, eups).items():
             tenants[(leaf, tenant)] = got
     return slices, tenants

@@ -1,4 +1,5 @@
-"""Report windows from the command line or a query string: ``7d`` ago, an ISO date, or epoch seconds."""
+"""Report windows from the command line or a query string: ``7d`` ago, an ISO date, epoch seconds, or
+``auto``: the smallest of the standard windows that holds every recorded usage."""
 
 from __future__ import annotations
 
@@ -8,6 +9,19 @@ from datetime import UTC, datetime
 from policies.units import parse_duration
 
 _NUMBER = re.compile(r"^\d+(\.\d+)?$")
+WINDOWS = ("1h", "6h", "1d", "7d", "30d")
+"""The windows the dashboard offers, smallest first (its views/usage.js lists the same)."""
+AUTO = "auto"
+
+
+def fitting_window(first: float | None, now: float) -> str:
+    """The smallest of ``WINDOWS`` reaching back to ``first`` (the oldest usage recorded; None: none),
+    so a plot opens on the data rather than on six minutes squeezed at the edge of a day; the largest
+    when the data is older than all."""
+    for window in WINDOWS:
+        if first is None or now - parse_duration(window) <= first:
+            return window
+    return WINDOWS[-1]
 
 
 def parse_when(text: str, now: float) -> float:

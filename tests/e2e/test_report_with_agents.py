@@ -73,6 +73,15 @@ def test_quota_report_in_table_json_and_csv(etcd_server: EtcdServer, tmp_path: P
 
         table = report()
         assert "alice" in table and "bob" in table
+        # Issue 36: usage in plain hours (it read 'cpu=8.333m', resource-hours with SI prefixes), and a
+        # fair share that stays with a tenant between jobs (both read 0.0% once their jobs had ended).
+        wide = report("-o", "wide")
+        lines = {line.split()[0]: line for line in wide.splitlines()[2:] if line.strip()}
+        print(f"\n{wide}")
+        for tenant in ("alice", "bob"):
+            assert "cpu-h" in lines[tenant] and "cpu=" not in lines[tenant].split("%")[-1], lines[tenant]
+        shares = {r["tenant"]: r["fair_share"] for r in doc["tenants"]}
+        assert shares["alice"] > 0 and shares["bob"] > 0, f"fair shares after every job ended: {shares}"
         bob_token = fed.admin.create_tenant_token("bob")
         refused = cli(
             "report", "quota", "--tenant", "alice", "--ca", fed.ca, token=bob_token, server=server, check=False

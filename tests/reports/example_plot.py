@@ -66,8 +66,7 @@ def example_report(days: int = 7, bins: int = 7 * 4) -> QuotaReport:
 def write_example(path: Path = OUT) -> Path:
     report = example_report()
     assert report.series is not None
-    fair = {row.tenant: row.fair_share for row in report.tenants}
-    plot_quota(report.series, fair, path, title="Usage against fair share, one synthetic week on 200 cores")
+    plot_quota(report.series, path, title="Usage against fair share, one synthetic week on 200 cores")
     return path
 
 

@@ -41,4 +41,4 @@ def test_the_example_report_is_a_busy_week() -> None:
 
 def test_a_series_without_bins_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no time bins"):
-        plot_quota(UsageSeries(edges=[0.0], tenants={}, total=[]), {}, tmp_path / "x.png")
+        plot_quota(UsageSeries(edges=[0.0], tenants={}, total=[]), tmp_path / "x.png")

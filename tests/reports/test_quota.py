@@ -64,15 +64,15 @@ def test_guarantees_caps_borrowed_and_lent() -> None:
     assert {t: r.lent for t, r in by.items()} == {"alice": {}, "bob": {"cpu": 10}, "carol": {"cpu": 20}, "dave": {}}
 
 
-def test_fair_share_targets_meet_every_demand_when_it_fits() -> None:
+def test_fair_share_is_each_tenants_entitlement_not_todays_demand() -> None:
     by = rows(report())
-    # Demand: alice 50, bob 10 + 20 pending, dave 20 = 100 = capacity, so each gets its demand.
-    assert {t: r.fair_share_units for t, r in by.items()} == pytest.approx(
-        {"alice": 50, "bob": 30, "carol": 0, "dave": 20}
-    )
-    assert {t: r.fair_share for t, r in by.items()} == pytest.approx(
-        {"alice": 0.5, "bob": 0.3, "carol": 0, "dave": 0.2}
-    )
+    # carol's job ended an hour ago and she has nothing pending: under the old rule (demand-capped
+    # targets) her fair share was 0; as an entitlement it is her slice if everyone wanted everything.
+    assert sum(r.fair_share for r in by.values()) == pytest.approx(1.0)
+    assert all(r.fair_share > 0 for r in by.values()), {t: r.fair_share for t, r in by.items()}
+    # alice and bob share vision; alice's 50 cores for 2 h weigh more than bob's 10 for 1 h.
+    assert by["alice"].fair_share < by["bob"].fair_share
+    assert sum(r.fair_share_units for r in by.values()) == pytest.approx(100)  # the whole capacity
 
 
 def test_pie_spin_within_a_leaf_goes_by_one_over_eup() -> None:

@@ -18,6 +18,7 @@ from tests.e2e.support import ADMIN_TOKEN
 from tests.ui.pages import Dashboard, Watched
 
 CHROMIUM = os.environ.get("FEDQ_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+HALF_LIFE = "5m"
 LONG = "10m"  # the workload's runs outlast the session: allocations hold still while tests compare them
 
 pytestmark = [pytest.mark.etcd, pytest.mark.slow]
@@ -25,7 +26,10 @@ pytestmark = [pytest.mark.etcd, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def dashboard(etcd_server: EtcdServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
-    fed = Federation(etcd_server.connection, tmp_path_factory.mktemp("ui"), {**FAST, "accountingSaveEvery": "200ms"})
+    # A half-life of minutes: the workload's usage moves the real priorities, so the fair shares, within
+    # the session, and the Usage view's fair-share series has something to show (issue 36).
+    config = {**FAST, "accountingSaveEvery": "200ms", "fairshare": {"halfLife": HALF_LIFE}}
+    fed = Federation(etcd_server.connection, tmp_path_factory.mktemp("ui"), config)
     try:
         fed.join("east", "simulated", "--labels", "region=eu")
         fed.join("west", "simulated", "--labels", "region=us")

@@ -6,7 +6,7 @@ import { h, number, svg } from "./dom.js";
 export const PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"];
 const W = 720;
 const H = 260;
-const PAD = { left: 56, right: 12, top: 12, bottom: 36 };
+const PAD = { left: 56, right: 24, top: 12, bottom: 36 }; // right: half the last tick label ("1,000") fits
 
 function ticks(lo, hi, count = 5) {
   if (!(hi > lo)) return [lo];

@@ -80,6 +80,35 @@ export function when(epoch) {
   return `${local}${zone} (${delta >= 0 ? "in " : ""}${duration(delta)}${delta < 0 ? " ago" : ""})`;
 }
 
+export function shortWhen(epoch) {
+  // A table's time on one line: "12-03 15:44" in the browser's zone, the full time in its tooltip.
+  if (!epoch) return "—";
+  const date = new Date(epoch * 1000);
+  const pad = (n) => String(n).padStart(2, "0");
+  const text = `${pad(date.getMonth() + 1)}-${pad(date.getDate())} ${pad(date.getHours())}:${pad(date.getMinutes())}`;
+  return h("time", { datetime: date.toISOString(), title: when(epoch) }, text);
+}
+
+const GIB = 2 ** 30;
+
+function hoursNumber(value) {
+  // As federation/reports/render.py writes usage: 0.76, 3.1, 12.4, 184, 12,346; below 0.01, "<0.01".
+  const size = Math.abs(value);
+  if (size === 0) return "0";
+  if (size < 0.01) return "<0.01";
+  if (size >= 100) return Math.round(value).toLocaleString("en");
+  return String(Number(value.toFixed(size < 10 ? 2 : 1)));
+}
+
+export function usageHours(hours) {
+  // Resource-hours in plain units: "12.4 cpu-h, 3.1 GiB-h, 2 gpu-h" (as `fedq report quota`).
+  const names = Object.keys(hours || {}).sort();
+  if (!names.length) return "—";
+  const bytes = (name) => name === "ephemeral-storage" || name.endsWith("memory");
+  const unit = (name) => (name === "memory" ? "GiB-h" : bytes(name) ? `${name} GiB-h` : name === "cpu" || name.endsWith("gpu") ? `${name.split("/").pop()}-h` : `${name}-h`);
+  return names.map((name) => `${hoursNumber(hours[name] / (bytes(name) ? GIB : 1))} ${unit(name)}`).join(", ");
+}
+
 export function units(amounts, weights) {
   // Weighted units (fairshare.usageWeights), as the reports count them.
   let total = 0;

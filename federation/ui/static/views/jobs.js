@@ -2,11 +2,14 @@
 // state, queue subtree and tenant on the server and by text on the page, sortable by any column, and
 // kept live by the listing's event stream (GET /v1/jobs?watch=true with the same filters).
 import { api, stream } from "../api.js";
-import { h, status, when } from "../dom.js";
+import { h, shortWhen, status } from "../dom.js";
 
 export const PAGE_SIZE = 50;
 const MAX_READS = 5; // a filtered page may come back short while `continue` is set: read on, a few times
-const STATES = ["Pending", "Reserved", "Unschedulable", "Dispatched", "Admitted", "Running", "Succeeded", "Failed", "Cancelled"];
+// Active jobs first, as squeue lists them: running, then waiting (held ones are Pending), then ended. The
+// listing is paged in index key order, which sorts states by name (Cancelled first), so an unfiltered
+// view reads one state's listing after another in this order.
+export const STATES = ["Running", "Admitted", "Dispatched", "Pending", "Reserved", "Unschedulable", "Failed", "Cancelled", "Succeeded"];
 const COLUMNS = [
   ["id", "Job"],
   ["name", "Name"],
@@ -37,7 +40,8 @@ export async function jobsView({ root, me, arg, signal }) {
   const server = { state, queue, tenant };
   let sort = { key: filters.get("sort") || "", dir: filters.get("dir") === "desc" ? -1 : 1 };
   let search = "";
-  const tokens = [null]; // the continue token of each page read so far: page n starts at tokens[n]
+  const stages = state ? [state] : STATES; // the listings read one after another
+  const tokens = [{ stage: 0, cursor: null }]; // where each page read so far starts: page n at tokens[n]
   let pageIndex = 0;
   let items = [];
   let next = null;
@@ -116,7 +120,7 @@ export async function jobsView({ root, me, arg, signal }) {
       h("td", {}, job.queue),
       h("td", {}, h("span", { class: `badge state-${job.state.toLowerCase()}` }, job.state)),
       h("td", { class: "num" }, String(job.priority)),
-      h("td", {}, when(job.submit_time)),
+      h("td", { class: "when" }, shortWhen(job.submit_time)),
       h("td", {}, job.cluster || "—"),
       h("td", { class: "num" }, String(job.attempt)),
       h("td", { class: "reason" }, job.reason || ""),
@@ -135,18 +139,20 @@ export async function jobsView({ root, me, arg, signal }) {
   }
 
   async function load(index) {
-    let cursor = tokens[index];
+    let { stage, cursor } = tokens[index];
     const read = [];
-    for (let n = 0; n < MAX_READS && read.length < PAGE_SIZE; n += 1) {
-      const page = await api("/v1/jobs", { params: { ...server, limit: PAGE_SIZE - read.length, continue: cursor }, signal });
+    // A state with no jobs costs one read that returns nothing: those do not count against MAX_READS.
+    for (let n = 0; n < MAX_READS + stages.length && read.length < PAGE_SIZE && stage < stages.length; n += 1) {
+      const params = { ...server, state: stages[stage], limit: PAGE_SIZE - read.length, continue: cursor };
+      const page = await api("/v1/jobs", { params, signal });
       read.push(...page.items);
       cursor = page.continue;
-      if (!cursor) break;
+      if (!cursor) stage += 1;
     }
     pageIndex = index;
     items = read;
-    next = cursor;
-    tokens[index + 1] = cursor;
+    next = stage < stages.length ? { stage, cursor } : null;
+    tokens[index + 1] = next;
     fresh.clear();
     draw();
   }

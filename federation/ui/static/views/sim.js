@@ -114,20 +114,40 @@ export function plots(jobs, metrics, bins) {
   const waits = started.map((j) => j.start - j.submit).sort((a, b) => a - b);
   const cdf = waits.map((w, i) => [Math.max(w, 1), (100 * (i + 1)) / waits.length]);
   out.push(chart({ id: "sim-waits", title: "Wait time distribution", xLabel: "wait (s, log scale; < 1 s shown at 1 s)", yLabel: "jobs waiting at most this long (%)", series: [{ name: "jobs", step: true, points: cdf }], logX: true, yMax: 101 }));
+  out.push(meanWaitChart(started, bins));
+  return out;
+}
+
+const WAIT_UNITS = [[3600, "h"], [60, "min"], [1, "s"]];
+const JOBS_PER_SLICE = 5; // fewer and a slice's mean is one job's wait; more slices are mostly empty
+
+export function meanWaits(started, bins) {
+  // Jobs by submit time in slices of about JOBS_PER_SLICE jobs each (at most `bins`): each slice's mean
+  // wait from its start (NaN: none was submitted in it), in the largest unit the longest mean reaches
+  // twice (s, min or h), and the last slice's end.
   const slo = Math.min(...started.map((j) => j.submit));
   const shi = Math.max(...started.map((j) => j.submit));
-  const [wscale, wunit] = timeUnit(shi - slo);
-  const width = (shi - slo) / bins || 1;
-  const sums = new Array(bins).fill(0);
-  const counts = new Array(bins).fill(0);
+  const slices = Math.max(1, Math.min(bins, Math.ceil(started.length / JOBS_PER_SLICE)));
+  const width = (shi - slo) / slices || 1;
+  const sums = new Array(slices).fill(0);
+  const counts = new Array(slices).fill(0);
   for (const j of started) {
-    const b = Math.min(Math.floor((j.submit - slo) / width), bins - 1);
+    const b = Math.min(Math.floor((j.submit - slo) / width), slices - 1);
     sums[b] += j.start - j.submit;
     counts[b] += 1;
   }
-  const meanWait = sums.map((s, b) => [(slo + b * width) / wscale, counts[b] ? s / counts[b] / 3600 : NaN]);
-  out.push(chart({ id: "sim-mean-wait", title: "Mean wait of the jobs submitted in each slice", xLabel: `submit time since scenario start (${wunit})`, yLabel: "mean wait (h)", series: [{ name: "mean wait", step: true, points: meanWait }] }));
-  return out;
+  const means = sums.map((s, b) => [slo + b * width, counts[b] ? s / counts[b] : NaN]);
+  const longest = Math.max(0, ...means.map(([, m]) => m).filter(Number.isFinite));
+  const [size, unit] = WAIT_UNITS.find(([u]) => longest >= 2 * u) || WAIT_UNITS[WAIT_UNITS.length - 1];
+  const points = means.map(([t, m]) => [t, m / size]);
+  return { slo, shi, slices, unit, points: [...points, [slo + slices * width, points[points.length - 1][1]]] };
+}
+
+function meanWaitChart(started, bins) {
+  const { slo, shi, slices, unit, points } = meanWaits(started, bins);
+  const [scale, tunit] = timeUnit(shi - slo);
+  const series = [{ name: `mean wait (${slices} slices)`, step: true, points: points.map(([t, m]) => [t / scale, m]) }];
+  return chart({ id: "sim-mean-wait", title: "Mean wait of the jobs submitted in each slice", xLabel: `submit time since scenario start (${tunit})`, yLabel: `mean wait (${unit})`, series });
 }
 
 function summary(metrics) {
