@@ -175,7 +175,7 @@ _TIMES = (("submitted", "submit_time"), ("started", "start_time"), ("ended", "en
 def cmd_job(args: argparse.Namespace) -> int:
     with client_from(args) as client:
         if args.follow:
-            return watching.follow_job(client, args.id, output_of(args), args.now)
+            return watching.follow_job(client, args.id, output_of(args), args.clock)
         job = client.job(args.id)
         if is_structured(output_of(args)):
             emit(job, output_of(args))
