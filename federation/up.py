@@ -23,8 +23,8 @@ from typing import Any
 from rich.live import Live
 from rich.table import Table
 
-from federation.cli.jobs import read_documents
 from federation.cli.output import console, emit, say
+from federation.cli.submit import read_documents
 from federation.cli.up import AGENTS, CONFIGS
 from federation.client import FedqClient
 from federation.config import load_yaml_file

@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from federation.cli import actions, admin, completion, jobs, logs, report, server, simulate, up, whoami
+from federation.cli import actions, admin, completion, jobs, logs, report, server, simulate, submit, up, whoami
 from federation.cli.context import common_options, hoist_global_options
 from federation.cli.output import fail
 from member_agent import cli as agent_cli
@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         shown._add_action(action)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     server.register(sub)
+    submit.register(sub, common)
     jobs.register(sub, common)
     logs.register(sub, common)
     actions.register(sub, common)
