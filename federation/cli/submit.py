@@ -117,10 +117,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
         parents=[common],
         help="submit jobs from a YAML/JSON file, a Slurm batch script or an HTCondor submit file",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="FILE is fedq YAML/JSON, a Slurm script (#! and #SBATCH lines: -n -c --mem --mem-per-cpu -t "
-        "--gres=gpu:N --gpus-per-task -p -a -d -J -H) or an HTCondor submit description (executable, arguments, "
-        "request_cpus, request_memory, request_gpus, accounting_group, queue N), told apart by extension or "
-        "content. What cannot be mapped is refused with its line. Flags override the file, as sbatch's do.",
+        description="FILE is fedq YAML/JSON, a Slurm script (#! and #SBATCH lines: -n -c --mem --mem-per-cpu\n"
+        "-t --gres=gpu:N --gpus-per-task -p -a -d -J -H -o -e) or an HTCondor submit description (executable,\n"
+        "arguments, request_cpus, request_memory, request_gpus, accounting_group, batch_name, hold, queue N),\n"
+        "told apart by extension or content. What cannot be mapped is refused with its line. The flags\n"
+        "below override the file, as sbatch's do.",
         epilog="e.g. fedq submit configs/examples/hello.yaml\n"
         "     fedq submit configs/examples/sbatch-hello.sh --queue research.vision\n"
         "     fedq submit sweep.yaml --array 0-99%10 --priority 5 --walltime 30m\n"
