@@ -240,29 +240,27 @@ def parse(path: str, text: str) -> Submission:
 
 def _submission(path: str, text: str, script: _Script) -> Submission:
     """The manifest once every directive was read: the per-node sizes checked against --ntasks."""
+
+    def per_node(option: str, line: int, instead: str) -> None:
+        """Slurm's per-node sizes are a task's only when there is one task: fedq places tasks, not nodes."""
+        if script.ntasks > 1:
+            raise Refused(
+                path,
+                line,
+                f"{DIRECTIVE} {option} is per node, and fedq places {script.ntasks} tasks, not nodes: give {instead}",
+            )
+
     resources: dict[str, Any] = {"cpu": script.cpus}
     if script.mem is not None and script.mem_per_cpu is not None:
         raise Refused(path, script.mem_per_cpu[1], f"{DIRECTIVE} --mem-per-cpu and --mem exclude each other")
     if script.mem is not None:
-        if script.ntasks > 1:
-            raise Refused(
-                path,
-                script.mem[1],
-                f"{DIRECTIVE} --mem is per node, and fedq places {script.ntasks} tasks, not nodes: "
-                "give --mem-per-cpu (the memory of each task's every CPU) instead",
-            )
+        per_node("--mem", script.mem[1], "--mem-per-cpu (the memory of each of a task's CPUs) instead")
         resources["memory"] = memory_quantity(script.mem[0])
     if script.mem_per_cpu is not None:
         resources["memory"] = memory_quantity(script.mem_per_cpu[0] * script.cpus)
     gpus = script.gpus_per_task
     if script.gpus is not None:
-        if script.ntasks > 1:
-            raise Refused(
-                path,
-                script.gpus[1],
-                f"{DIRECTIVE} --gres is per node, and fedq places {script.ntasks} tasks, not nodes: "
-                "give --gpus-per-task instead",
-            )
+        per_node("--gres", script.gpus[1], "--gpus-per-task instead")
         gpus = script.gpus[0]
     if gpus:
         from federation.models.resources import GPU

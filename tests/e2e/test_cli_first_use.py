@@ -7,16 +7,12 @@ examples run to Succeeded on a Ray cluster."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import pty
 import re
 import select
-import struct
 import subprocess
 import sys
-import termios
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +21,7 @@ import pytest
 
 from federation.store import EtcdServer
 from tests.e2e.cluster import FAST, Federation, job
-from tests.e2e.support import REPO, cli
+from tests.e2e.support import REPO, cli, in_terminal
 
 pytestmark = [pytest.mark.etcd, pytest.mark.slow]
 EXAMPLES = REPO / "configs" / "examples"
@@ -108,19 +104,8 @@ def test_jobs_watch_ages_count_up(fed: Federation, alice: str) -> None:
     """``fedq jobs --watch`` kept AGE at ``now`` (and ``in 3s``) for a job submitted after it started: the
     table's times were taken against the command's start. In a terminal (a pty), a held job's AGE must
     read seconds ago once seconds have passed, as the table is drawn again."""
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
-    env = {**os.environ, "FEDQ_SERVER": fed.server.url, "FEDQ_TOKEN": alice, "FEDQ_CA": fed.ca, "TERM": "xterm"}
-    env.pop("COLUMNS", None)
-    watcher = subprocess.Popen(
-        [sys.executable, "-m", "federation.cli", "jobs", "--watch"],
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        env=env,
-        cwd=REPO,
-    )
-    os.close(follower)
+    env = {"FEDQ_SERVER": fed.server.url, "FEDQ_TOKEN": alice, "FEDQ_CA": fed.ca}
+    watcher, leader = in_terminal(["jobs", "--watch"], env, columns=160)
     screen = ""
 
     def read_for(seconds: float) -> None:
