@@ -23,8 +23,11 @@ class FedqError(Exception):
         self.fields = fields or []
 
     def __str__(self) -> str:
+        """The message, then each field it does not already say (the API's message names the first few:
+        ``invalid job spec: spec.queue: ...``), so nothing is printed twice."""
         lines = [f"{self.message} (HTTP {self.status})" if self.status else self.message]
-        lines += [f"  {f['field']}: {f['message']}" for f in self.fields]
+        named = (f"{f['field']}: {f['message']}" for f in self.fields)
+        lines += [f"  {line}" for line in named if line not in self.message]
         return "\n".join(lines)
 
 

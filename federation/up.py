@@ -9,6 +9,7 @@ per-tenant report. Everything it started is stopped on Ctrl-C or SIGTERM (or at 
 from __future__ import annotations
 
 import argparse
+import os
 import secrets
 import shutil
 import signal
@@ -23,8 +24,8 @@ from typing import Any
 from rich.live import Live
 from rich.table import Table
 
-from federation.cli.jobs import read_documents
 from federation.cli.output import console, emit, say
+from federation.cli.submit import read_documents
 from federation.cli.up import AGENTS, CONFIGS
 from federation.client import FedqClient
 from federation.config import load_yaml_file
@@ -156,6 +157,16 @@ def _data_dir(args: argparse.Namespace, stack: ExitStack) -> Path:
     return work
 
 
+def _private_dir(stack: ExitStack) -> Path:
+    """A temp dir only this user can read (0700), removed once everything has stopped, whatever
+    ``--workdir`` or ``--keep`` say: it holds the agents' join tokens (0600 files) and their temp files,
+    Ray's session dir among them (``/tmp/ray`` otherwise, left behind). Kept short: Ray's socket paths
+    inside it must fit the 107 bytes of a Unix socket's name."""
+    private = Path(tempfile.mkdtemp(prefix="fedq-up-run-"))
+    stack.callback(shutil.rmtree, private, ignore_errors=True)
+    return private
+
+
 def run_up(args: argparse.Namespace) -> int:
     from federation.launcher import FedqProcess, ServerProcess, wait_until  # with the store: ~0.2 s of start-up
     from federation.store import EtcdServer
@@ -190,23 +201,27 @@ def run_up(args: argparse.Namespace) -> int:
         say(f"in another shell: export FEDQ_SERVER={server.url} FEDQ_TOKEN={admin} FEDQ_CA={api_ca.cert}")
         say(f"dashboard {server.url}/ui/ (log in with the FEDQ_TOKEN above; the browser must trust {api_ca.cert})")
         client = stack.enter_context(FedqClient(server.url, admin, ca=str(api_ca.cert)))
+        private = _private_dir(stack)
+        agent_env = {**env, "TMPDIR": str(private), "RAY_TMPDIR": str(private)}  # Ray's /tmp/ray goes there
         for name in args.agents:
-            token = client.create_join_token(name)
+            token_file = private / f"{name}.join-token"
+            with open(os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as written:
+                written.write(client.create_join_token(name))  # a file, not argv: `ps` shows argv to every user
             agent = FedqProcess(
                 [
                     "agent",
                     "join",
                     "--server",
                     server.url,
-                    "--token",
-                    token,
+                    "--token-file",
+                    str(token_file),
                     "--config",
                     str(AGENTS[name]),
                     "--credential-file",
                     str(work / f"{name}.credential.json"),
                 ],
                 work / f"{name}.log",
-                env,
+                agent_env,
             )
             stack.enter_context(agent)
             say(f"member agent {name} (log {work / f'{name}.log'})")

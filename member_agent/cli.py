@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from federation.cli.context import ca_from, cert_from
@@ -128,6 +130,21 @@ def _stop_on_signals() -> threading.Event:
     return stop
 
 
+def _join_token(args: argparse.Namespace) -> str:
+    """``--token``, or the first line of ``--token-file`` (stdin for '-'): a file or a pipe keeps the
+    token out of the process list, where any user of the machine could read it."""
+    if args.token:
+        return str(args.token)
+    try:
+        text = sys.stdin.readline() if args.token_file == "-" else Path(args.token_file).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read the join token from {args.token_file}: {exc.strerror}") from None
+    token = text.strip()
+    if not token:
+        raise ValueError(f"{args.token_file} holds no join token")
+    return token
+
+
 def cmd_join(args: argparse.Namespace) -> int:
     import structlog
 
@@ -142,7 +159,12 @@ def cmd_join(args: argparse.Namespace) -> int:
             reply = client.request(
                 "POST",
                 "/v1/clusters/join",
-                body={"token": args.token, "name": config.name, "backend": config.backend, "labels": config.labels},
+                body={
+                    "token": _join_token(args),
+                    "name": config.name,
+                    "backend": config.backend,
+                    "labels": config.labels,
+                },
             )
         credential = Credential(
             server=config.server, cluster=config.name, token=reply["credential"], lease=reply.get("lease")
@@ -202,7 +224,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--server",
         help="federation API URL, or every replica's, comma-separated: tried in order (default: the config's server)",
     )
-    join.add_argument("--token", required=True, help="join token from `fedq token create --cluster NAME`")
+    token = join.add_mutually_exclusive_group(required=True)
+    token.add_argument("--token", help="join token from `fedq token create --cluster NAME` (seen in `ps`)")
+    token.add_argument(
+        "--token-file",
+        help="a file holding the join token, '-' for stdin: kept out of the command line, as fedq up does",
+    )
     join.add_argument("--no-run", action="store_true", help="only join and store the credential")
     join.set_defaults(func=cmd_join)
 

@@ -14,8 +14,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from federation.cli import actions, admin, completion, jobs, logs, report, server, simulate, up, whoami
-from federation.cli.context import common_options
+from federation.cli import actions, admin, completion, jobs, logs, report, server, simulate, submit, up, whoami
+from federation.cli.context import common_options, hoist_global_options
 from federation.cli.output import fail
 from member_agent import cli as agent_cli
 
@@ -43,8 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="e.g. fedq up; fedq submit job.yaml --wait; fedq jobs; fedq explain ID. `fedq COMMAND --help` for more.",
     )
     parser.add_argument("--version", action=_Version, help="print fedq's version and exit")
+    shown = parser.add_argument_group("options of every client command, before or after it (fedq --token T jobs)")
+    for action in common._actions:  # documented here; ``hoist_global_options`` hands them to the command
+        shown._add_action(action)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     server.register(sub)
+    submit.register(sub, common)
     jobs.register(sub, common)
     logs.register(sub, common)
     actions.register(sub, common)
@@ -69,8 +73,9 @@ def _exit_code(exc: Exception) -> int | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    args.now = time.time()  # the one clock read: commands show times relative to it
+    args = build_parser().parse_args(hoist_global_options(sys.argv[1:] if argv is None else argv, common_options()))
+    args.clock = time.time  # what prints as it goes (--follow, --watch) reads it per line or redraw
+    args.now = args.clock()  # the one clock read of a command that prints once: its times are relative to it
     try:
         code: int = args.func(args)
         return code

@@ -53,6 +53,36 @@ def common_options() -> argparse.ArgumentParser:
     return argparse.ArgumentParser(add_help=False, parents=[server_options(), output_options()])
 
 
+def hoist_global_options(argv: Sequence[str], common: argparse.ArgumentParser) -> list[str]:
+    """``argv`` with the common options written before the command moved after it, so ``fedq --token T
+    jobs`` means ``fedq jobs --token T``: the command's own parser then checks them (an ``-o`` it does not
+    offer, an option it does not take) as if they had been written there. One also written after the
+    command is dropped from before it: the later one wins, as within a command."""
+
+    def option(word: str) -> argparse.Action | None:
+        """The common option ``word`` starts (``--token``, ``--token=T``, ``-o``, ``-ojson``), if any."""
+        if not word.startswith("-") or word == "--":
+            return None
+        return common._option_string_actions.get(word.split("=", 1)[0] if word.startswith("--") else word[:2])
+
+    moved: list[tuple[argparse.Action, list[str]]] = []
+    rest = list(argv)
+    at = 0
+    while at < len(rest) and rest[at].startswith("-") and rest[at] != "--":
+        action = option(rest[at])
+        if action is None:
+            at += 1  # a top-level option of its own (--help, --version)
+            continue
+        joined = "=" in rest[at] or (not rest[at].startswith("--") and len(rest[at]) > 2)
+        count = 1 if joined else 2  # every common option takes a value
+        moved.append((action, rest[at : at + count]))
+        del rest[at : at + count]
+    end = rest.index("--") if "--" in rest else len(rest)
+    given_after = {option(word) for word in rest[at:end]}
+    words = [word for action, spelled in moved if action not in given_after for word in spelled]
+    return rest[:end] + words + rest[end:]
+
+
 def client_from(args: argparse.Namespace) -> FedqClient:
     # httpx imports its own command line (click, rich.progress, pygments) when they are installed:
     # ~60 ms fedq never uses. Marked missing before httpx loads, httpx skips it (its fallback).

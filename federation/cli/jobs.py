@@ -1,12 +1,11 @@
-"""``fedq submit | jobs | job | explain`` (cancel and the other actions: ``federation.cli.actions``).
+"""``fedq jobs | job | explain`` (submit: ``federation.cli.submit``; cancel and the other actions:
+``federation.cli.actions``).
 Tables show times in the local zone with how long ago (or ahead) they are from ``args.now``, which the
 entry point reads once. ``fedq jobs`` lists as squeue does: unfinished jobs unless ``--all``."""
 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from federation.cli import watching
@@ -22,43 +21,6 @@ if TYPE_CHECKING:
 LOG_LINES = 10
 """The last lines of its output ``fedq job`` shows (``fedq logs`` shows them all)."""
 SORT_KEYS = ("id", "submit", "start", "end", "elapsed", "priority", "state", "name", "tenant", "queue", "cluster")
-
-
-def read_documents(path: str) -> list[Any]:
-    """YAML (one or many documents) or JSON from a file or '-' for stdin."""
-    import yaml
-
-    try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        docs = [doc for doc in yaml.safe_load_all(text) if doc is not None]
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: invalid YAML/JSON: {exc}") from None
-    if not docs:
-        raise ValueError(f"{path}: no job documents found")
-    expanded: list[Any] = []
-    for doc in docs:
-        expanded.extend(doc["jobs"] if isinstance(doc, dict) and set(doc) == {"jobs"} else [doc])
-    return expanded
-
-
-def cmd_submit(args: argparse.Namespace) -> int:
-    """One document prints the API's answer as ``FedqClient.submit`` returns it (``{"id"}``, an array
-    ``{"id", "ids"}``); several, ``{"ids"}`` as the API answers a bulk request."""
-    docs = read_documents(args.file)
-    options = {"tenant": args.tenant, "allow_unschedulable": args.allow_unschedulable, "hold": args.hold}
-    with client_from(args) as client:
-        if len(docs) == 1:
-            answer: dict[str, Any] = dict(client.submit(docs[0], **options))
-        else:
-            answer = {"ids": client.submit_many(docs, **options)}
-        ids = answer.get("ids") or [answer["id"]]
-        if args.wait and is_structured(output_of(args)):
-            return watching.wait_for(client, ids, output_of(args), args.tenant)
-        emit(answer, output_of(args), columns=["SUBMITTED"], rows=[[job_id] for job_id in ids])
-        return watching.wait_for(client, ids, "table", args.tenant) if args.wait else 0
 
 
 def listing_filters(client: FedqClient, args: argparse.Namespace) -> dict[str, Any]:
@@ -176,7 +138,7 @@ _TIMES = (("submitted", "submit_time"), ("started", "start_time"), ("ended", "en
 def cmd_job(args: argparse.Namespace) -> int:
     with client_from(args) as client:
         if args.follow:
-            return watching.follow_job(client, args.id, output_of(args), args.now)
+            return watching.follow_job(client, args.id, output_of(args), args.clock)
         job = client.job(args.id)
         if is_structured(output_of(args)):
             emit(job, output_of(args))
@@ -294,28 +256,6 @@ def reservation_text(reservation: dict[str, Any], now: float) -> str:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     raw = argparse.RawDescriptionHelpFormatter
-    submit = sub.add_parser(
-        "submit",
-        parents=[common],
-        help="submit jobs from a YAML/JSON file or '-'",
-        formatter_class=raw,
-        epilog="e.g. fedq submit configs/examples/hello.yaml\n"
-        "     fedq submit pipeline.yaml --wait          # exit 0 if every job succeeded, 4 if not\n"
-        "     fedq submit job.yaml --tenant alice       # an admin submitting as alice",
-    )
-    submit.add_argument("file", help="a job (or several: YAML documents, or {jobs: [...]}), '-' for stdin")
-    submit.add_argument("--tenant", help="with an admin token: the tenant to submit as, e.g. alice")
-    submit.add_argument(
-        "--allow-unschedulable",
-        action="store_true",
-        help="accept jobs no joined cluster could run, to wait for a cluster that has not joined yet",
-    )
-    submit.add_argument("--hold", action="store_true", help="submit held: they wait in line until `fedq release`")
-    submit.add_argument(
-        "--wait", action="store_true", help="block until the jobs end; exit 0 if all succeeded, 4 otherwise"
-    )
-    submit.set_defaults(func=cmd_submit)
-
     jobs = sub.add_parser(
         "jobs",
         parents=[common],

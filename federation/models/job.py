@@ -126,7 +126,11 @@ class TaskSpec(StrictModel):
 
 
 class ArraySpec(StrictModel):
+    """``count`` elements, numbered 0 to count-1 (the ids ``<id>-0``...); ``parallelism``: at most this
+    many running at once (Slurm's ``--array 0-99%10``), None: no limit."""
+
     count: Integer = Field(ge=1)
+    parallelism: Integer | None = Field(None, ge=1)
 
 
 class Metadata(StrictModel):

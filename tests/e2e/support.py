@@ -53,3 +53,27 @@ def runs_recorded(runs: Path, first_waits: float) -> list[str]:
         f"time.sleep({first_waits:g} if first else 0)"
     )
     return [sys.executable, "-c", script, str(runs)]
+
+
+def in_terminal(args: list[str], env: dict[str, str], rows: int = 40, columns: int = 120) -> tuple[Any, int]:
+    """``fedq ARGS`` with a pty of ``rows`` x ``columns`` as its terminal, so rich draws live tables as at
+    a person's screen; the process and the pty's reading end (the caller closes it)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    env = {**os.environ, **env, "TERM": "xterm"}
+    env.pop("COLUMNS", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "federation.cli", *args],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env=env,
+        cwd=REPO,
+    )
+    os.close(follower)
+    return process, leader

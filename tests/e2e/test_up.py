@@ -4,10 +4,12 @@ prints the report, within 2 minutes (issue 4 acceptance 4)."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -133,3 +135,53 @@ def test_a_busy_port_is_refused_before_anything_starts(tmp_path: Path) -> None:
         == f"error: port {port} is already in use on 127.0.0.1: stop what uses it or choose --port"
     )
     assert list(tmp_path.iterdir()) == []  # no etcd data, no logs: nothing was started
+
+
+def test_agents_get_their_join_token_from_a_file_and_nothing_is_left_in_the_temp_dir(tmp_path: Path) -> None:
+    """Issue 36: ``fedq up`` passed each agent its join token on the command line (any user's ``ps``
+    shows it) and left Ray's session dir (``$TMPDIR/ray``, else ``/tmp/ray``) behind. Now the token is a
+    0600 file in a private dir, Ray's temp dir is in it, and it goes when ``fedq up`` stops. ``TMPDIR``
+    is the test's own dir, so what is left in it is this run's alone."""
+    temp = Path(tempfile.mkdtemp(prefix="fedq-t-", dir="/tmp"))  # short: Ray's socket paths go inside it
+    workload = tmp_path / "workload.yaml"
+    workload.write_text(f"submissions: [{{tenant: alice, file: {REPO / 'configs' / 'examples' / 'hello.yaml'}}}]\n")
+    up = subprocess.Popen(
+        [sys.executable, "-m", "federation.cli", "up", "--workload", str(workload), "--port", str(free_port())]
+        + ["--timeout", "60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "COLUMNS": "200", "TMPDIR": str(temp)},
+    )
+    started: list[int] = []
+    try:
+        assert up.stdout is not None
+        seen = []
+        for line in up.stdout:
+            seen.append(line)
+            if "Ctrl-C stops everything" in line:
+                break
+        else:
+            pytest.fail("fedq up ended before it was up:\n" + "".join(seen))
+        assert "Succeeded" in "".join(seen), "".join(seen)  # Ray ran the job from its session dir in there
+        started = _children(up.pid)
+        commands = [Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") for pid in started]
+        agents = [command for command in commands if b"agent" in command]
+        print("agents' command lines:", [b" ".join(command).decode()[:300] for command in agents])
+        assert len(agents) == 2, commands
+        up.send_signal(signal.SIGTERM)
+        rest, _ = up.communicate(timeout=60)
+        assert up.returncode == 0, "".join(seen) + rest
+        left = sorted(str(path.relative_to(temp)) for path in temp.rglob("*"))
+        print("left in the temp dir:", left[:10])
+        on_command_lines = [command for command in agents if b"--token" in command]
+        assert (len(on_command_lines), left) == (0, []), f"{len(on_command_lines)} tokens in argv; left {left[:10]}"
+        assert all(b"--token-file" in command for command in agents), agents
+    finally:
+        if up.poll() is None:
+            up.kill()
+        for pid in started:
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(temp, ignore_errors=True)

@@ -5,16 +5,12 @@ revision it read)."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import pty
 import select
 import signal
-import struct
 import subprocess
 import sys
-import termios
 import time
 from pathlib import Path
 from typing import Any
@@ -25,7 +21,7 @@ import yaml
 from federation.cli.watching import EXIT_NOT_SUCCEEDED
 from federation.store import EtcdServer
 from tests.e2e.cluster import FAST, Federation, job
-from tests.e2e.support import REPO
+from tests.e2e.support import REPO, in_terminal
 
 pytestmark = [pytest.mark.etcd, pytest.mark.slow]
 
@@ -109,19 +105,8 @@ def test_jobs_watch_shows_a_new_job_and_drops_it_when_it_ends_without_a_restart(
     a job submitted afterwards appears in it, and leaves it once it ends (the default lists unfinished
     jobs, as squeue does); Ctrl-C stops it with 130."""
     alice = fed.admin.create_tenant_token("alice")
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    env = {**os.environ, "FEDQ_SERVER": fed.server.url, "FEDQ_TOKEN": alice, "FEDQ_CA": fed.ca, "TERM": "xterm"}
-    env.pop("COLUMNS", None)
-    watcher = subprocess.Popen(
-        [sys.executable, "-m", "federation.cli", "jobs", "--watch"],
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        env=env,
-        cwd=REPO,
-    )
-    os.close(follower)
+    env = {"FEDQ_SERVER": fed.server.url, "FEDQ_TOKEN": alice, "FEDQ_CA": fed.ca}
+    watcher, leader = in_terminal(["jobs", "--watch"], env)
     screen = ""
 
     def drawn_after(start: int, text: str, timeout: float = 60) -> int:
