@@ -18,6 +18,7 @@ from federation.api import (
     routes_actions,
     routes_admin,
     routes_clusters,
+    routes_history,
     routes_jobs,
     routes_logs,
     routes_reports,
@@ -108,6 +109,7 @@ def create_app(
     app.include_router(routes_tokens.router)
     app.include_router(routes_clusters.router)
     app.include_router(routes_reports.router)
+    app.include_router(routes_history.router)
     ui.mount(app)
     quota_metrics = routes_reports.register_metrics(state)
 

@@ -14,7 +14,20 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from federation.cli import actions, admin, completion, jobs, logs, report, server, simulate, submit, up, whoami
+from federation.cli import (
+    actions,
+    admin,
+    completion,
+    jobs,
+    logs,
+    report,
+    server,
+    simulate,
+    submit,
+    up,
+    whatif,
+    whoami,
+)
 from federation.cli.context import common_options, hoist_global_options
 from federation.cli.output import fail
 from member_agent import cli as agent_cli
@@ -55,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     admin.register(sub, common)
     report.register(sub, common)
     simulate.register(sub)
+    whatif.register(sub, common)
     whoami.register(sub, common)
     agent_cli.register(sub)
     up.register(sub)

@@ -10,7 +10,7 @@ from pathlib import Path
 from time import perf_counter
 from typing import TYPE_CHECKING
 
-from federation.cli.context import output_of, output_options
+from federation.cli.context import output_of, output_options, server_options
 from federation.cli.output import emit
 from federation.simulator.choices import POLICIES
 
@@ -24,9 +24,10 @@ SHOWN_WARNINGS = 20
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "simulate",
-        parents=[output_options()],
+        parents=[output_options(), server_options()],
         epilog="e.g. fedq simulate configs/scenarios/hold.yaml --output-dir out/\n"
-        "     fedq simulate --swf trace.swf.gz --clusters 4 --policy easy --output-dir out/ --plot",
+        "     fedq simulate --swf trace.swf.gz --clusters 4 --policy easy --output-dir out/ --plot\n"
+        "     fedq simulate --export-history last-week.yaml --since 7d   # the federation's own jobs (admin)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         help="replay a scenario or an SWF trace through the schedulers on a virtual clock",
         description="Run the federation and member-cluster schedulers on simulated clusters and write\n"
@@ -34,7 +35,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument("scenario", nargs="?", help="scenario YAML (clusters, queues, policy, jobs)")
     parser.add_argument("--swf", metavar="TRACE", help="an SWF trace (.swf or .swf.gz) instead of a scenario")
-    parser.add_argument("--output-dir", required=True, help="where jobs.csv, metrics.json and the plots go")
+    parser.add_argument("--output-dir", help="where jobs.csv, metrics.json and the plots go (required to replay)")
+    parser.add_argument(
+        "--export-history",
+        metavar="FILE",
+        help="write the federation's recorded jobs since --since as a scenario (YAML; JSON for *.json), then stop",
+    )
+    parser.add_argument("--since", default="7d", help="--export-history: the window's start (7d ago, an ISO date)")
     parser.add_argument("--clusters", type=int, default=1, help="SWF: split the traced machine into N clusters")
     parser.add_argument("--nodes", type=int, help="SWF: node count of the machine (default: MaxNodes of the header)")
     parser.add_argument(
@@ -57,6 +64,14 @@ def cmd_simulate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
 
     # The simulated agents log every admission and launch at info: tens of thousands of lines per trace.
     configure_logging(os.environ.get("FEDQ_LOG_LEVEL") or "warning")
+    if args.export_history:
+        from federation.cli.whatif import export_history
+
+        if args.scenario or args.swf:
+            parser.error("--export-history writes a scenario: give no scenario or --swf with it")
+        return export_history(args)
+    if not args.output_dir:
+        parser.error("--output-dir is required to replay")
     if bool(args.scenario) == bool(args.swf):
         parser.error("give either a scenario YAML or --swf TRACE")
     if args.clusters < 1 or (args.limit is not None and args.limit < 1) or (args.nodes is not None and args.nodes < 1):

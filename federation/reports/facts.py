@@ -9,8 +9,9 @@ event loop never decodes more than one page's reply at once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from federation import keys
 from federation.models import JobRecord, JobState
@@ -18,6 +19,7 @@ from federation.store import KeyValue, Store
 
 PAGE = 500
 """Records per read: a page's reply is decoded in a few milliseconds of the event loop."""
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,13 +52,19 @@ def _facts(kvs: list[KeyValue]) -> list[JobFacts]:
 
 
 async def load_job_facts(store: Store) -> list[JobFacts]:
-    """Every job's facts, read ``PAGE`` records at a time. Pages are read at successive revisions, so
-    a job that moves while the report reads may be counted in its old or its new state, never twice."""
-    facts: list[JobFacts] = []
+    """Every job's facts (``read_jobs``)."""
+    return await read_jobs(store, _facts)
+
+
+async def read_jobs(store: Store, convert: Callable[[list[KeyValue]], list[T]]) -> list[T]:
+    """Every job record, read ``PAGE`` at a time and each page turned by ``convert`` in a worker thread
+    into what the caller keeps. Pages are read at successive revisions, so a job that moves while the
+    caller reads may be seen in its old or its new state, never twice."""
+    out: list[T] = []
     start, end = keys.JOBS, keys.prefix_end(keys.JOBS)
     while True:
         kvs = (await store.snapshot(start, limit=PAGE, end=end)).kvs
-        facts.extend(await asyncio.to_thread(_facts, kvs))
+        out.extend(await asyncio.to_thread(convert, kvs))
         if len(kvs) < PAGE:
-            return facts
+            return out
         start = kvs[-1].key + "\0"

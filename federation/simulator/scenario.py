@@ -190,6 +190,9 @@ class ScenarioFile(_Strict):
     policy: FederationConfig = Field(default_factory=FederationConfig)
     jobs: list[JobEntry] = Field(default_factory=list)
     actions: list[ActionEntry] = Field(default_factory=list)
+    history: dict[str, Any] | None = None
+    """What an export of the federation's history recorded beside its jobs (``federation.whatif.history``):
+    read by ``fedq whatif``, not by the replay."""
 
     @model_validator(mode="after")
     def _unique(self) -> ScenarioFile:
