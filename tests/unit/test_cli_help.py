@@ -64,10 +64,12 @@ def test_help_fits_one_screen(path: str, monkeypatch: pytest.MonkeyPatch) -> Non
     assert max(map(len, lines)) <= 100
 
 
-def test_simulate_offers_no_server_options() -> None:
-    offered = {flag for action in ALL["fedq simulate"]._actions for flag in action.option_strings}
-    assert {"--server", "--token", "--ca"}.isdisjoint(offered)
-    assert "--output" in offered
+def test_simulate_offers_server_options_only_for_its_export() -> None:
+    """A replay runs locally; only ``--export-history`` asks a server (issue 37), and says so."""
+    simulate = ALL["fedq simulate"]
+    offered = {flag for action in simulate._actions for flag in action.option_strings}
+    assert {"--server", "--token", "--ca", "--export-history", "--output"} <= offered
+    assert "--since" in simulate.format_help()
 
 
 def test_completion_offers_each_command_its_options_and_choices() -> None:
