@@ -8,6 +8,7 @@ happened (its start errors) says how far to trust that difference.
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,9 @@ def candidate_of(document: dict[str, Any], changes: Changes) -> dict[str, Any]:
     return out
 
 
+WHATIF_JSON = "whatif.json"
+
+
 def replay(scenario: Scenario, output_dir: Path, *, plot: bool = False) -> Replay:
     run = run_scenario(scenario, output_dir, plot=plot)
     tree = QueueTree(scenario.queues)
@@ -84,7 +88,7 @@ def whatif(document: dict[str, Any], changes: Changes, output_dir: Path, *, plot
     notes: dict[str, int] = {}
     for job in history.jobs.values():
         notes[job.note] = notes.get(job.note, 0) + 1
-    return {
+    result = {
         "window": {
             "since": history.since,
             "until": history.until,
@@ -99,3 +103,6 @@ def whatif(document: dict[str, Any], changes: Changes, output_dir: Path, *, plot
         **compare(baseline, candidate),
         "files": {"baseline": str(output_dir / "baseline"), "candidate": str(output_dir / "candidate")},
     }
+    # Beside the two runs, for the dashboard's Simulator view (which opens the directory).
+    (output_dir / WHATIF_JSON).write_text(json.dumps(result, indent=1), encoding="utf-8")
+    return result

@@ -224,6 +224,31 @@ def test_simulator_results_draw_the_plots(dashboard: Dashboard, watched: Watched
     watched.screenshot("simulator")
 
 
+def test_a_whatif_opens_both_runs_side_by_side(dashboard: Dashboard, watched: Watched, tmp_path: Path) -> None:
+    """Issue 37: the Simulator view opens ``fedq whatif --output-dir``'s result: per tenant the two runs'
+    figures and their change, as whatif.json holds them, and with the directory each run's plots."""
+    out = tmp_path / "whatif"
+    fed = dashboard.fed
+    cli("whatif", "--since", "1h", "--output-dir", str(out), "--ca", fed.ca, token=ADMIN_TOKEN, server=fed.server.url)
+    result = json.loads((out / "whatif.json").read_text())
+    watched.login(dashboard.url, dashboard.tokens["alice"])
+    watched.page.goto(f"{dashboard.url}/ui/#/simulator")
+    watched.page.set_input_files("#sim-files", [str(out / "whatif.json")])
+    watched.page.wait_for_selector("#whatif-fidelity")
+    for tenant, stats in result["tenants"].items():
+        row = watched.page.locator(f"table[aria-label='What-if per tenant'] tr[data-group='{tenant}']")
+        assert row.locator("td").nth(0).inner_text() == str(stats["baseline"]["jobs"])
+        wait = row.locator("[data-stat='mean_wait']").inner_text()
+        assert wait.startswith("—" if stats["baseline"]["mean_wait"] is None else "")
+        assert "→" in wait
+    assert watched.page.locator(".whatif-run").count() == 0  # the plots need the runs' files
+    watched.page.set_input_files("#sim-dir", str(out))
+    for run in ("baseline", "candidate"):
+        watched.page.wait_for_selector(f"#{run}-utilization path[data-series]")
+        watched.page.wait_for_selector(f"#{run}-shares path[data-series]")
+    watched.screenshot("simulator-whatif")
+
+
 # Issue 36: tables that fit 1280 px, a window that fits the data, fair share as it was, active jobs
 # first, dates on one line, and a simulator chart one can read.
 

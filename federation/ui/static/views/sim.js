@@ -62,7 +62,7 @@ function timeUnit(span) {
   return [1, "seconds"];
 }
 
-export function plots(jobs, metrics, bins) {
+export function plots(jobs, metrics, bins, prefix = "sim") {
   const ran = jobs.filter((j) => j.start !== null && j.end !== null);
   if (!ran.length) return [h("p", {}, "No job ran: there is nothing to plot.")];
   const lo = Math.min(...ran.map((j) => j.submit));
@@ -83,7 +83,7 @@ export function plots(jobs, metrics, bins) {
       series.push({ name: `${res} (capacity ${number(cap)})`, step: true, points: [...pct, [x(hi), pct[pct.length - 1][1]]] });
       series.push({ name: `${res} mean ${number(mean)} %`, dashed: true, points: [[x(lo), mean], [x(hi), mean]] });
     }
-    out.push(chart({ id: "sim-utilization", title: "Federation utilization over time", xLabel: `time since scenario start (${unit})`, yLabel: "resources in use (%)", series, yMax: 105 }));
+    out.push(chart({ id: `${prefix}-utilization`, title: "Federation utilization over time", xLabel: `time since scenario start (${unit})`, yLabel: "resources in use (%)", series, yMax: 105 }));
 
     const dominant = (r) => Math.max(0, ...Object.entries(r).filter(([k]) => capacity[k] > 0).map(([k, v]) => v / capacity[k]));
     const byTenant = {};
@@ -105,7 +105,7 @@ export function plots(jobs, metrics, bins) {
       const fair = metrics.tenants?.[t]?.fair_share;
       if (fair !== undefined) series2.push({ name: `${t} fair share`, color, dashed: true, points: [[x(lo), 100 * fair], [x(hi), 100 * fair]] });
     });
-    out.push(chart({ id: "sim-shares", title: "Per-tenant share of used resources (dashed: fair share)", xLabel: `time since scenario start (${unit})`, yLabel: "share of usage in the slice (%)", series: series2, yMax: 105 }));
+    out.push(chart({ id: `${prefix}-shares`, title: "Per-tenant share of used resources (dashed: fair share)", xLabel: `time since scenario start (${unit})`, yLabel: "share of usage in the slice (%)", series: series2, yMax: 105 }));
   } else {
     out.push(h("p", { class: "hint" }, "metrics.json has no capacity (written by an older fedq): utilization and shares cannot be drawn."));
   }
@@ -113,8 +113,8 @@ export function plots(jobs, metrics, bins) {
   const started = jobs.filter((j) => j.start !== null);
   const waits = started.map((j) => j.start - j.submit).sort((a, b) => a - b);
   const cdf = waits.map((w, i) => [Math.max(w, 1), (100 * (i + 1)) / waits.length]);
-  out.push(chart({ id: "sim-waits", title: "Wait time distribution", xLabel: "wait (s, log scale; < 1 s shown at 1 s)", yLabel: "jobs waiting at most this long (%)", series: [{ name: "jobs", step: true, points: cdf }], logX: true, yMax: 101 }));
-  out.push(meanWaitChart(started, bins));
+  out.push(chart({ id: `${prefix}-waits`, title: "Wait time distribution", xLabel: "wait (s, log scale; < 1 s shown at 1 s)", yLabel: "jobs waiting at most this long (%)", series: [{ name: "jobs", step: true, points: cdf }], logX: true, yMax: 101 }));
+  out.push(meanWaitChart(started, bins, prefix));
   return out;
 }
 
@@ -143,11 +143,11 @@ export function meanWaits(started, bins) {
   return { slo, shi, slices, unit, points: [...points, [slo + slices * width, points[points.length - 1][1]]] };
 }
 
-function meanWaitChart(started, bins) {
+function meanWaitChart(started, bins, prefix) {
   const { slo, shi, slices, unit, points } = meanWaits(started, bins);
   const [scale, tunit] = timeUnit(shi - slo);
   const series = [{ name: `mean wait (${slices} slices)`, step: true, points: points.map(([t, m]) => [t / scale, m]) }];
-  return chart({ id: "sim-mean-wait", title: "Mean wait of the jobs submitted in each slice", xLabel: `submit time since scenario start (${tunit})`, yLabel: `mean wait (${unit})`, series });
+  return chart({ id: `${prefix}-mean-wait`, title: "Mean wait of the jobs submitted in each slice", xLabel: `submit time since scenario start (${tunit})`, yLabel: `mean wait (${unit})`, series });
 }
 
 function summary(metrics) {
@@ -161,13 +161,93 @@ function summary(metrics) {
   ];
 }
 
+// A what-if (`fedq whatif --output-dir DIR`): whatif.json beside baseline/ and candidate/, each a
+// `fedq simulate` output. Per tenant and per queue, the two runs side by side with the change; with the
+// directory opened, each run's plots next to the other's.
+const RUNS = ["baseline", "candidate"];
+const STATS = [
+  ["mean_wait", "Mean wait (s)"],
+  ["p95_wait", "P95 wait (s)"],
+  ["mean_bounded_slowdown", "Bounded slowdown"],
+  ["usage_share", "Usage share", true],
+  ["fair_share", "Fair share", true],
+  ["preempted", "Preempted"],
+];
+
+function shown(value, percent) {
+  if (value === null || value === undefined) return "—";
+  return percent ? `${number(100 * value)} %` : number(value);
+}
+
+function signed(value, percent) {
+  if (value === null || value === undefined) return "";
+  const text = shown(value, percent);
+  return value > 0 ? `+${text}` : text;
+}
+
+export function sideBySide(groups, label) {
+  const rows = Object.entries(groups).map(([name, g]) => ({
+    attrs: { dataset: { group: name } },
+    cells: [
+      name,
+      String(g.baseline.jobs),
+      ...STATS.map(([key, , percent]) =>
+        h("span", { dataset: { stat: key } }, `${shown(g.baseline[key], percent)} → ${shown(g.candidate[key], percent)}`, h("small", { class: "change" }, ` ${signed(g.change[key], percent)}`)),
+      ),
+    ],
+  }));
+  return table([{ label }, { label: "Jobs" }, ...STATS.map(([, title]) => ({ label: title }))], rows, { "aria-label": `What-if per ${label.toLowerCase()}` });
+}
+
+function whatifSummary(result) {
+  const f = result.fidelity || {};
+  const changes = (result.changes || []).join(", ") || "none";
+  return [
+    h("h2", {}, `What-if on the jobs since ${result.window ? new Date(1000 * result.window.since).toLocaleString() : "?"}: changed ${changes}`),
+    h("p", { class: "hint" }, "Each cell: baseline → candidate, then the change."),
+    h(
+      "p",
+      { id: "whatif-fidelity" },
+      `The baseline replays what happened with start errors of median ${shown(f.median)} s, p90 ${shown(f.p90)} s, max ${shown(f.max)} s over ${f.compared ?? 0} jobs `,
+      `(the scheduling interval is ${shown(result.cycle_period)} s): trust differences larger than that.`,
+    ),
+    sideBySide(result.tenants || {}, "Tenant"),
+    sideBySide(result.queues || {}, "Queue"),
+  ];
+}
+
+async function runOf(files) {
+  if (!files["jobs.csv"] || !files["metrics.json"]) return null;
+  return { jobs: jobsOf(parseCsv(await files["jobs.csv"].text())), metrics: JSON.parse(await files["metrics.json"].text()) };
+}
+
 export async function simulatorView({ root }) {
   const out = h("div", { id: "sim-results" });
   let loaded = null;
   const binsSelect = h("select", { id: "sim-bins", onchange: () => loaded && draw() }, [50, 100, 200].map((n) => h("option", { value: n, selected: n === 200 }, String(n))));
-  const draw = () => out.replaceChildren(h("h2", {}, loaded.name), ...summary(loaded.metrics), ...plots(loaded.jobs, loaded.metrics, Number(binsSelect.value)));
+  const draw = () => {
+    const bins = Number(binsSelect.value);
+    if (loaded.whatif) {
+      const columns = RUNS.filter((run) => loaded.runs[run]).map((run) => h("div", { class: "whatif-run", dataset: { run } }, h("h3", {}, run), ...plots(loaded.runs[run].jobs, loaded.runs[run].metrics, bins, `${run}`)));
+      out.replaceChildren(...whatifSummary(loaded.whatif), ...(columns.length ? [h("div", { class: "whatif-runs" }, columns)] : []));
+      return;
+    }
+    out.replaceChildren(h("h2", {}, loaded.name), ...summary(loaded.metrics), ...plots(loaded.jobs, loaded.metrics, bins));
+  };
   const open = async (files) => {
     const byName = Object.fromEntries([...files].map((f) => [f.name, f]));
+    if (byName["whatif.json"]) {
+      const byRun = Object.fromEntries(RUNS.map((run) => [run, {}]));
+      for (const f of files) {
+        const parts = f.webkitRelativePath.split("/");
+        if (parts.length >= 2 && RUNS.includes(parts[parts.length - 2])) byRun[parts[parts.length - 2]][f.name] = f;
+      }
+      const runs = Object.fromEntries(await Promise.all(RUNS.map(async (run) => [run, await runOf(byRun[run])])));
+      loaded = { whatif: JSON.parse(await byName["whatif.json"].text()), runs };
+      draw();
+      status(`what-if loaded${runs.baseline && runs.candidate ? " with both runs" : ": open its directory for the plots"}`);
+      return;
+    }
     if (!byName["jobs.csv"] || !byName["metrics.json"]) {
       status("Choose both jobs.csv and metrics.json (or their directory).");
       out.replaceChildren(h("p", { class: "error", role: "alert" }, "Both jobs.csv and metrics.json are needed."));
@@ -182,7 +262,7 @@ export async function simulatorView({ root }) {
   };
   root.append(
     h("h1", {}, "Simulator results"),
-    h("p", {}, "Open what ", h("code", {}, "fedq simulate --output-dir DIR"), " wrote: its directory, or its jobs.csv and metrics.json. The files are read in this browser, not uploaded."),
+    h("p", {}, "Open what ", h("code", {}, "fedq simulate --output-dir DIR"), " wrote: its directory, or its jobs.csv and metrics.json; or what ", h("code", {}, "fedq whatif --output-dir DIR"), " wrote (its directory, or its whatif.json) to see both runs side by side. The files are read in this browser, not uploaded."),
     h(
       "form",
       { class: "filters", onsubmit: (e) => e.preventDefault() },
