@@ -126,6 +126,9 @@ class TaskSpec(StrictModel):
 
 class ArraySpec(StrictModel):
     count: Integer = Field(ge=1)
+    parallelism: Integer | None = Field(None, ge=1)
+    """At most this many of the array's elements on clusters at once (Slurm's ``--array=0-19%4``); the
+    others wait with reason ArrayThrottle. None: no limit."""
 
 
 class Metadata(StrictModel):
