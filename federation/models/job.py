@@ -295,7 +295,15 @@ class JobRecord(BaseModel):
         return None
 
     def summary(self) -> dict[str, Any]:
-        """The list view: what ``fedq jobs`` shows, without the spec or the history."""
+        """The list view: what ``fedq jobs`` shows, without the spec or the history; with what tells why
+        it waits (``federation.waits``) only when set, as the index keeps one per job."""
+        waiting = {
+            "array_id": self.array_id or None,
+            "array_index": self.array_index,
+            "held_by": self.held_by,
+            "retry_at": self.retry_at,
+            "waits": len(self.after) or None,
+        }
         return {
             "id": self.id,
             "name": self.name,
@@ -309,4 +317,5 @@ class JobRecord(BaseModel):
             "cluster": self.cluster,
             "reason": self.reason,
             "attempt": self.attempt,
+            **{key: value for key, value in waiting.items() if value is not None},
         }
