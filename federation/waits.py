@@ -31,7 +31,7 @@ CODES = {
     "Dependency": "it waits on jobs of its dependsOn",
     "DependencyNeverSatisfied": "a dependency can never be met: it will not run",
     "JobHeldUser": "held by its tenant: `fedq release` lets it run",
-    "JobHeldAdmin": "held by an admin: `fedq release` lets it run",
+    "JobHeldAdmin": "held by an admin: only an admin's `fedq release` lets it run",
     "BeginTime": "back in the queue after a failed run: not started again before its retry time",
     "ArrayThrottle": "its array has as many elements running as its parallelism allows (Slurm's JobArrayTaskLimit)",
     "ReqNodeNotAvail": "the clusters that could run it are cordoned or unreachable",
@@ -158,7 +158,7 @@ def wait_of(job: Mapping[str, Any], view: SchedulerView, now: float) -> Wait | N
     job_id = job["id"]
     held_by = job.get("held_by")
     if held_by is not None:
-        code = "JobHeldUser" if held_by == job["tenant"] else "JobHeldAdmin"
+        code = "JobHeldAdmin" if held_by.startswith("admin/") else "JobHeldUser"  # as only an admin may release
         return Wait(code, _said(code, f"held by {held_by}"))
     if job["state"] == "Unschedulable":
         return Wait("Unschedulable", _said("Unschedulable", job.get("reason", "")))

@@ -16,7 +16,8 @@ The world, 4 one-cpu nodes on cluster east, now = T (2027-01-15 08:00 UTC, 09:00
   - ``two`` (2 cpus, priority 5): fits nowhere now and is behind wide, whose room comes first:
     **Priority** (Slurm: "one or more higher priority jobs exist").
   - ``dep`` (afterok r1, still running): **Dependency**.
-  - ``held-user`` held by its tenant ann: **JobHeldUser**; ``held-admin`` held by admin: **JobHeldAdmin**.
+  - ``held-user`` held by its tenant (tenant/ann): **JobHeldUser**; ``held-admin`` held by an admin
+    (admin/root), which only an admin may release: **JobHeldAdmin**.
   - ``capjob`` (queue capped, whose cap cpu=1 r2 already holds): **QueueCap** (Slurm's AssocGrp*).
   - array ``sweep`` of 4 (1 cpu each, walltime 2h, parallelism 2): elements 0 and 1 hold the array's 2
     slots and, like small, would run into wide's reservation: **Reservation**, folded ``sweep-[0-1]``;
@@ -138,7 +139,7 @@ def world() -> tuple[Records, dict[str, Any]]:
     waiting += [job(f"sweep-{i}", sweep, T - 200, array_id="sweep", array_index=i) for i in range(4)]
     for record in waiting:
         records.put(record)
-    for job_id, by in (("held-user", "ann"), ("held-admin", "admin")):
+    for job_id, by in (("held-user", "tenant/ann"), ("held-admin", "admin/root")):
         outcome = transition(records.jobs[job_id], Hold(by), T - 100)
         assert outcome is not None
         records.put(outcome.record)
