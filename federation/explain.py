@@ -19,6 +19,7 @@ from federation.explain_waits import waiting_on, waits_summary
 from federation.jobs import JobRepository
 from federation.models import JobRecord, JobState
 from federation.store import Store, count_many
+from federation.waits import SchedulerView, wait_of
 from policies.format import format_labels, format_when
 
 QUEUED = (JobState.PENDING, JobState.RESERVED, JobState.UNSCHEDULABLE)
@@ -88,7 +89,9 @@ async def explain(
         return out
     kv = await store.get(keys.STATUS)
     status = json.loads(kv.value) if kv is not None else {}
-    raw = status.get("reasons", {}).get(record.id) or _queue_reasons(status, record.queue)
+    view = SchedulerView.of(status)
+    held_whole = view.queue_reason(record.queue)
+    raw = view.reasons.get(record.id) or ([] if held_whole is None else [held_whole])
     reasons = [{"code": c, "source": s, "message": m, "policy": POLICY.get(c, c)} for c, s, m in raw]
     reservation = status.get("reservations", {}).get(record.id)
     blocking = [
@@ -99,6 +102,8 @@ async def explain(
     out["reservation"] = reservation
     out["other_reservations"] = blocking
     out["clusters"] = await _matching_clusters(clusters, record, lost_after)
+    found = wait_of(record.summary(), view, clusters.clock.now())
+    out["wait"] = None if found is None else found.view()
     out["cycle_time"] = status.get("time")
     out["projected_start"] = _projected_start(record, reasons, reservation, out["clusters"])
     out["summary"] = _summary(record, reasons, reservation, out, clusters.clock.now())
@@ -128,17 +133,6 @@ def _seen_by(viewer: str | None, job_id: str, reservation: dict[str, Any]) -> di
     if viewer is None or reservation.get("tenant") == viewer:
         return {"job": job_id, **reservation}
     return {"job": None, **{k: v for k, v in reservation.items() if k != "tenant"}}
-
-
-def _queue_reasons(status: dict[str, Any], queue: str) -> list[list[str]]:
-    """A queue held as a whole (at its share, at its cap) holds every job in it and below it."""
-    by_queue = status.get("queue_reasons", {})
-    parts = queue.split(".")
-    for depth in range(len(parts), 0, -1):
-        reason = by_queue.get(".".join(parts[:depth]))
-        if reason is not None:
-            return [reason]
-    return []
 
 
 async def _matching_clusters(clusters: ClusterService, record: JobRecord, lost_after: float) -> list[dict[str, Any]]:

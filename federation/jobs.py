@@ -54,20 +54,20 @@ class StoredJob:
 
 
 def expand(manifest: JobManifest, tenant: str, now: float) -> list[JobRecord]:
-    """One record per job, array jobs expanded into ``<id>-<index>`` elements.
+    """One record per job, array jobs expanded into ``<id>-<index>`` elements, each keeping its array's
+    spec (``parallelism``: the throttle the scheduler holds the elements to).
 
     Validated, which costs less than ``model_construct`` (pure Python, slow at filling defaults): the
     spec and event, already models, are taken as they are, so the manifest is not validated twice.
     """
     spec = manifest.spec
     base_id = new_job_id(now)
-    stored_spec = spec if spec.array is None else spec.model_copy(update={"array": None})
     history = [submitted(now)]
     name, labels = manifest.metadata.name, manifest.metadata.labels
 
     def record(job_id: str, array_id: str = "", array_index: int | None = None) -> JobRecord:
         return job_record(
-            job_id, name, tenant, stored_spec, now, history, labels=labels, array_id=array_id, array_index=array_index
+            job_id, name, tenant, spec, now, history, labels=labels, array_id=array_id, array_index=array_index
         )
 
     if spec.array is None:

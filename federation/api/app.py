@@ -44,6 +44,7 @@ from federation.quotas import QuotaLedger, StoreBudget
 from federation.store import Store
 from federation.submits import Submits
 from federation.ui import routes as ui
+from federation.waits import StatusCache
 from federation.watch import Hubs, WatchLimiter
 from policies.clock import Clock, SystemClock
 
@@ -84,6 +85,7 @@ def create_app(
         watches=WatchLimiter(config.api.max_watches_per_tenant, config.api.max_streams),
         hubs=Hubs(store),
         logs=logs,
+        status=StatusCache(store),
     )
 
     @asynccontextmanager

@@ -14,7 +14,7 @@ from federation.api.deps import Caller, State, audited, read_document
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid, summary
 from federation.api.routes_watch import STREAM_RESPONSES, EventStream, WatchRequest, watch_listing, watch_request
 from federation.api.schema import JobBatch, request_body
-from federation.api.views import Cancelled, Explanation, JobPage, Submitted
+from federation.api.views import Cancelled, Explanation, JobDetail, JobPage, Submitted
 from federation.auth import Principal, Role
 from federation.explain import explain
 from federation.jobs import Conflict, NotFound, StoredJob, expand, index_ranges
@@ -23,6 +23,7 @@ from federation.models import JobManifest, JobRecord, JobState, QueueTree
 from federation.quotas import OverQuota, usage_of
 from federation.submits import MAX_KEY_LENGTH, InProgress, KeyReused, OutcomeUnknown, Unpublished
 from federation.submits import Request as SubmitRequest
+from federation.waits import SchedulerView, wait_of
 from federation.watch import Listing
 from policies.units import format_duration
 
@@ -364,16 +365,26 @@ async def list_jobs(
         limit=limit or state.config.api.page_size,
         max_keys=state.config.api.list_scan_limit,
     )
+    view, now = await state.status.get(), state.clock.now()
+    for item in page.items:
+        item["wait"] = _wait(item, view, now)
     if page.resume_after is None:
         return {"items": page.items, "continue": None}
     cursor = _Cursor(after=page.resume_after, state=listed, queue=queue, tenant=tenant)
     return {"items": page.items, "continue": cursor.encode()}
 
 
-@router.get("/{job_id}", response_model=JobRecord, response_model_exclude_unset=True)
+def _wait(job: dict[str, Any], view: SchedulerView, now: float) -> dict[str, Any] | None:
+    found = wait_of(job, view, now)
+    return None if found is None else found.view()
+
+
+@router.get("/{job_id}", response_model=JobDetail, response_model_exclude_unset=True)
 async def get_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
     stored = await _owned(state, who, job_id)
-    return _detail(stored.record)
+    detail = _detail(stored.record)
+    detail["wait"] = _wait(stored.record.summary(), await state.status.get(), state.clock.now())
+    return detail
 
 
 def _detail(record: JobRecord) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from federation.quotas import QuotaLedger, StoreBudget
 from federation.reports.facts import JobFacts, load_job_facts
 from federation.store import Store
 from federation.submits import Submits
+from federation.waits import StatusCache
 from federation.watch import Hubs, WatchLimiter
 from policies.clock import Clock
 
@@ -140,4 +141,5 @@ class ServerState:
     watches: WatchLimiter
     hubs: Hubs
     logs: LogStore
+    status: StatusCache  # the leader's status, for why listed jobs wait
     reports: ReportGate = field(default_factory=ReportGate)

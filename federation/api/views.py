@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from federation.lifecycle.states import JobEvent
+from federation.models import JobRecord
 
 
 class _View(BaseModel):
@@ -27,6 +28,15 @@ class Submitted(_View):
     ids: list[str] | None = None
 
 
+class WaitView(_View):
+    """A short code (Slurm's squeue reason where Slurm has one), what it means for this job, and its
+    projected start when the scheduler has one (its reservation's, or its retry time)."""
+
+    code: str
+    text: str
+    start: float | None = None
+
+
 class JobSummary(_Open):
     id: str
     name: str
@@ -41,6 +51,20 @@ class JobSummary(_Open):
     cluster: str
     reason: str
     attempt: int
+    array_id: str | None = None
+    array_index: int | None = None
+    held_by: str | None = None
+    retry_at: float | None = None
+    waits: int | None = None
+    """How many ``dependsOn`` entries it has (left out: none)."""
+    wait: WaitView | None = None
+    """Why it is not running yet (``federation.waits``); null unless it is queued."""
+
+
+class JobDetail(JobRecord):
+    """A job's record, with why it is not running yet (null unless it is queued)."""
+
+    wait: WaitView | None = None
 
 
 class JobPage(_View):

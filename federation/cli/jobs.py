@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from federation.cli import watching
 from federation.cli.context import client_from, output_of
+from federation.cli.folding import fold_arrays
 from federation.cli.output import Column, emit, is_structured
 from federation.cli.states import UNFINISHED, state_named
 from federation.ids import DEFAULT_TASK
@@ -58,8 +59,11 @@ def cmd_jobs(args: argparse.Namespace) -> int:
             for state in filters["states"]
             for item in client.jobs(state=state, queue=filters["queue"], tenant=filters["tenant"])
         }
-    items = sort_jobs(list(latest.values()), args.sort, args.now)[: args.limit]
-    emit({"items": items}, output_of(args), columns=JOB_COLUMNS, rows=job_rows(items, args.now))
+    items = sort_jobs(list(latest.values()), args.sort, args.now)
+    items = (items if args.expand else fold_arrays(items))[: args.limit]
+    shown = output_of(args)
+    rows = job_rows(items, args.now, shown == "wide", args.start)
+    emit({"items": items}, shown, columns=job_columns(args.start), rows=rows)
     return 0
 
 
@@ -104,9 +108,35 @@ JOB_COLUMNS = [
 ]
 
 
-def job_rows(items: list[dict[str, Any]], now: float) -> list[list[Any]]:
+START_AFTER = 5  # ``--start`` shows START after STATE
+
+
+def job_columns(start: bool = False) -> list[Column]:
+    """``JOB_COLUMNS``; ``start`` (``--start``, as squeue's): with START, when the scheduler projects a
+    waiting job to start (its reservation's start, or its retry time)."""
+    if not start:
+        return JOB_COLUMNS
+    return [*JOB_COLUMNS[:START_AFTER], Column("START"), *JOB_COLUMNS[START_AFTER:]]
+
+
+def job_rows(items: list[dict[str, Any]], now: float, wide: bool = False, start: bool = False) -> list[list[Any]]:
+    """A row per item; REASON is why a queued job waits (``wait``, its code; ``wide``: with its text),
+    else what its last move said; ``start``: with START (``job_columns``)."""
+
     def when(job: dict[str, Any], field: str) -> str:
         return "" if job.get(field) is None else format_when_compact(job[field], now, local=True)
+
+    def reason(job: dict[str, Any]) -> str:
+        wait = job.get("wait")
+        if wait is None:
+            return str(job.get("reason", ""))
+        return f"{wait['code']}: {wait['text']}" if wide else str(wait["code"])
+
+    def projected(job: dict[str, Any]) -> list[str]:
+        if not start:
+            return []
+        wait = job.get("wait") or {}
+        return ["" if wait.get("start") is None else format_when_compact(wait["start"], now, local=True)]
 
     def elapsed(job: dict[str, Any]) -> str:
         took = _elapsed(job, now)
@@ -119,6 +149,7 @@ def job_rows(items: list[dict[str, Any]], now: float) -> list[list[Any]]:
             i["tenant"],
             i["queue"],
             i["state"],
+            *projected(i),
             i["priority"],
             format_ago(i["submit_time"], now),
             when(i, "submit_time"),
@@ -126,7 +157,7 @@ def job_rows(items: list[dict[str, Any]], now: float) -> list[list[Any]]:
             when(i, "end_time"),
             elapsed(i),
             i.get("cluster", ""),
-            i.get("reason", ""),
+            reason(i),
         ]
         for i in items
     ]
@@ -224,6 +255,8 @@ def explain_rows(why: dict[str, Any], now: float) -> list[list[Any]]:
         ["job", f"{why['id']} ({why['state']}, queue {why['queue']}, tenant {why['tenant']})"],
         ["why", why["summary"]],
     ]
+    if why.get("wait"):
+        rows.append(["reason", f"{why['wait']['code']}: {why['wait']['text']}"])
     if "position" in why:
         p = why["position"]
         place = f"{p['in_queue']} of {p['queue_length']} in its queue"
@@ -281,6 +314,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
         help=f"one of {', '.join(SORT_KEYS)}; '-' first for descending, e.g. --sort=-priority (default: id)",
     )
     jobs.add_argument("--watch", action="store_true", help="a live table, changed as jobs change (Ctrl-C to stop)")
+    jobs.add_argument(
+        "--expand", action="store_true", help="a row per array element (default: an array's waiting elements fold)"
+    )
+    jobs.add_argument("--start", action="store_true", help="show START: when a waiting job is projected to start")
     jobs.set_defaults(func=cmd_jobs)
 
     job = sub.add_parser(

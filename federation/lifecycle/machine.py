@@ -200,10 +200,14 @@ def _allow(event: str, record: JobRecord) -> None:
         raise IllegalTransition(f"job is {record.state.value}: no {event} from there")
 
 
-def _move(record: JobRecord, target: JobState, now: float, reason: str, **changes: Any) -> JobRecord:
-    """The record in ``target`` with its history entry appended (the only place a state is set)."""
+def _move(
+    record: JobRecord, target: JobState, now: float, reason: str, *, at: float | None = None, **changes: Any
+) -> JobRecord:
+    """The record in ``target`` with its history entry appended (the only place a state is set); the
+    entry's time is ``at`` when the move happened before it was heard of (a run's start or end)."""
     new = record.model_copy(update={"state": target, "reason": reason, **changes})
-    entry = JobEvent(time=now, source=record.state, target=target, reason=reason, cluster=new.cluster, epoch=new.epoch)
+    time = now if at is None else at
+    entry = JobEvent(time=time, source=record.state, target=target, reason=reason, cluster=new.cluster, epoch=new.epoch)
     new.events = [*record.events, entry]
     return new
 
@@ -335,8 +339,9 @@ def _span(seconds: float | None) -> str:
 def _agent(record: JobRecord, update: AgentUpdate, now: float) -> Outcome | None:
     """A report of the run the cluster holds. Its time, already on our clock (``ClusterReport.offset``),
     is still taken within the run's life as we saw it: no earlier than its dispatch (a run is never
-    charged for time before it was sent) and no later than now (a future time would carry the
-    accounting ahead for every tenant)."""
+    charged for time before it was sent) nor than the history's last entry, and no later than now (a
+    future time would carry the accounting ahead for every tenant). That one time is both the run's
+    start (or end) and its history entry's, so ``fedq job`` and its events never disagree."""
     if record.cluster != update.cluster or record.epoch != update.epoch:
         raise IllegalTransition(f"job is now epoch {record.epoch} on {record.cluster or 'no cluster'}")
     if record.state is update.state or (record.state in TERMINAL_STATES and update.state in TERMINAL_STATES):
@@ -345,12 +350,13 @@ def _agent(record: JobRecord, update: AgentUpdate, now: float) -> Outcome | None
     if event is None or record.state not in MOVES[event].sources:
         raise IllegalTransition(f"job is {record.state.value}; cannot become {update.state.value}")
     sent = _run_sent(record)
-    when = min(update.time if sent is None else max(update.time, sent), now)
+    last = record.events[-1].time if record.events else None
+    when = min(max(t for t in (update.time, sent, last) if t is not None), now)
     cluster = update.cluster
     if update.state is A:
-        return Outcome(_move(record, A, now, update.reason), (Unassign(cluster),))
+        return Outcome(_move(record, A, now, update.reason, at=when), (Unassign(cluster),))
     if update.state is X:
-        return _with_usage(record, _move(record, X, now, update.reason, start_time=when), (Unassign(cluster),))
+        return _with_usage(record, _move(record, X, now, update.reason, at=when, start_time=when), (Unassign(cluster),))
     cleanup: tuple[Effect, ...] = (Unassign(cluster), DropStopOrder(cluster))
     if record.cancel_requested and update.state is not S:
         # Asked to stop for good: whatever else the run ended by, the job ends Cancelled.
@@ -385,4 +391,5 @@ def _agent(record: JobRecord, update: AgentUpdate, now: float) -> Outcome | None
 
 def _ended(record: JobRecord, target: JobState, now: float, when: float, reason: str, update: AgentUpdate) -> JobRecord:
     end = when if record.start_time is None else max(when, record.start_time)  # no job ends before it started
-    return _move(record, target, now, reason, exit_code=update.exit_code, end_time=end, log_tail=update.log_tail)
+    fields = {"exit_code": update.exit_code, "end_time": end, "log_tail": update.log_tail}
+    return _move(record, target, now, reason, at=end, **fields)

@@ -126,11 +126,12 @@ class TaskSpec(StrictModel):
 
 
 class ArraySpec(StrictModel):
-    """``count`` elements, numbered 0 to count-1 (the ids ``<id>-0``...); ``parallelism``: at most this
-    many running at once (Slurm's ``--array 0-99%10``), None: no limit."""
+    """``count`` elements, numbered 0 to count-1 (the ids ``<id>-0``...)."""
 
     count: Integer = Field(ge=1)
     parallelism: Integer | None = Field(None, ge=1)
+    """At most this many of the array's elements on clusters at once (Slurm's ``--array=0-19%4``); the
+    others wait with reason ArrayThrottle. None: no limit."""
 
 
 class Metadata(StrictModel):
@@ -297,7 +298,15 @@ class JobRecord(BaseModel):
         return None
 
     def summary(self) -> dict[str, Any]:
-        """The list view: what ``fedq jobs`` shows, without the spec or the history."""
+        """The list view: what ``fedq jobs`` shows, without the spec or the history; with what tells why
+        it waits (``federation.waits``) only when set, as the index keeps one per job."""
+        waiting = {
+            "array_id": self.array_id or None,
+            "array_index": self.array_index,
+            "held_by": self.held_by,
+            "retry_at": self.retry_at,
+            "waits": len(self.after) or None,
+        }
         return {
             "id": self.id,
             "name": self.name,
@@ -311,4 +320,5 @@ class JobRecord(BaseModel):
             "cluster": self.cluster,
             "reason": self.reason,
             "attempt": self.attempt,
+            **{key: value for key, value in waiting.items() if value is not None},
         }

@@ -10,7 +10,7 @@ The rule of when a wait is met is ``federation.dependencies``'; this module only
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from federation.dependencies import Tally, Verdict, never_reason, verdict
@@ -111,6 +111,11 @@ class DependencyIndex:
         self._met.discard(job_id)
         self.unmet.pop(job_id, None)
         self._to_act.pop(job_id, None)
+
+    def blocked(self) -> Iterator[tuple[str, bool]]:
+        """(job, whether it can never run) for each job kept waiting: those that never can first."""
+        yield from ((job_id, True) for job_id in self.unmet)
+        yield from ((job_id, False) for job_id in self._needs)
 
     def waiting_on(self, job_id: str) -> list[Wait]:
         """The job's waits not met yet (empty when it does not wait)."""

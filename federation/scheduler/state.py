@@ -17,6 +17,7 @@ from federation.models import JobRecord, JobState, QueueTree
 from federation.models.cluster import ClusterReport, LatestReport, NodeReport, node_kinds
 from federation.scheduler.dependencies import DependencyIndex
 from federation.scheduler.job_view import held_by, job_info
+from federation.scheduler.throttle import ArrayThrottles
 from policies import JobInfo, NodeInfo, NodeShape, PendingIndex, QueueInfo, Snapshot, TaskInfo, TaskStatus, Usage
 from policies import resources as res
 from policies.format import format_labels, format_resources
@@ -113,6 +114,7 @@ class FederationState:
         # record) or another module's block (``block``/``unblock``, e.g. dependencies not yet met).
         self.blocked: dict[str, set[str]] = {}
         self.dependencies = DependencyIndex(self.finished)
+        self.throttles = ArrayThrottles()  # arrays' parallelism: their elements past it wait out of ``pending``
         self._dispatched: dict[str, float] = {}  # Dispatched jobs (not admitted yet): id -> dispatched at
 
     # ---- jobs --------------------------------------------------------------------------------
@@ -150,6 +152,7 @@ class FederationState:
             self._leave_cluster(record.id, old.cluster)
         entry = Entry(info, record.state, revision, raw, record.cluster, record.epoch, record.start_time)
         self.entries[record.id] = entry
+        throttled = self.throttles.track(record)
         sent = dispatched_at(record)
         if sent is None:
             self._dispatched.pop(record.id, None)
@@ -170,6 +173,8 @@ class FederationState:
             self._backoff.pop(record.id, None)
             self.blocked.pop(record.id, None)
             self.pending.remove(record.id)
+            if throttled is not None:
+                self._regrant(throttled)
         if record.state in ON_CLUSTER and record.cluster:
             view = self.clusters.setdefault(record.cluster, ClusterView(record.cluster))
             if record.id not in view.jobs or old is None or old.started_at != record.start_time:
@@ -194,6 +199,9 @@ class FederationState:
         self.dependencies.forget(job_id)
         self._dispatched.pop(job_id, None)
         self.pending.remove(job_id)
+        throttled = self.throttles.forget(job_id)
+        if throttled is not None:
+            self._regrant(throttled)
         if entry.cluster:
             self._leave_cluster(job_id, entry.cluster)
         self._totals.pop(job_id, None)
@@ -210,8 +218,13 @@ class FederationState:
 
     def considered(self, job_id: str) -> bool:
         """Whether a cycle may consider this queued job: nothing blocks it (a hold, another module's
-        block) and its retry time has come. The one rule of which queued jobs may be dispatched,
-        reserved or counted as demand: the pending index holds exactly the queued jobs it admits."""
+        block), its retry time has come and its array's throttle gives it a slot. The one rule of which
+        queued jobs may be dispatched, reserved or counted as demand: the pending index holds exactly
+        the queued jobs it admits."""
+        return self._eligible(job_id) and not self.throttles.held_back(job_id)
+
+    def _eligible(self, job_id: str) -> bool:
+        """Queued, and nothing but its array's throttle could keep it out of a cycle."""
         entry = self.entries.get(job_id)
         return entry is not None and entry.state.queued and job_id not in self.blocked and job_id not in self._backoff
 
@@ -234,7 +247,18 @@ class FederationState:
                 del self.blocked[job_id]
 
     def _consider(self, job_id: str) -> None:
-        """The pending index as ``considered`` says: in it, with the job's current form, or out of it."""
+        """The pending index as ``considered`` says: in it, with the job's current form, or out of it;
+        for an element of a throttled array, its array's slots first, as they may have moved with it."""
+        array = self.throttles.array_of(job_id)
+        if array is not None:
+            self._regrant(array)
+        self._place(job_id)
+
+    def _regrant(self, array: str) -> None:
+        for element in self.throttles.regrant(array, self._eligible):
+            self._place(element)
+
+    def _place(self, job_id: str) -> None:
         if not self.considered(job_id):
             self.pending.remove(job_id)
         elif job_id not in self.pending:

@@ -1,5 +1,7 @@
-"""What the leader publishes for ``fedq explain`` after each cycle (``status/scheduler``): the reasons
-jobs wait, reservations, the line of waiting jobs as the cycle took them up, the cycle's time; and,
+"""What the leader publishes for ``fedq explain`` and every job's reason to wait (``federation.waits``)
+after each cycle (``status/scheduler``): the reasons jobs wait, reservations, the line of waiting jobs as
+the cycle took them up, the jobs waiting on dependencies, the arrays their throttle holds back, the
+cycle's time; and,
 while its cycles keep failing, that they do (``failing``), beside what the last good cycle published.
 
 Any API replica answers explain from it. Only the first ``MAX_PUBLISHED_JOBS`` of each list are kept,
@@ -58,6 +60,12 @@ def _fields(plan: CyclePlan, state: FederationState, keep: int) -> dict[str, Any
         },
         "unschedulable": dict(islice(plan.unschedulable.items(), keep)),
         "line": plan.line[:keep],
+        "dependency": {
+            job: "DependencyNeverSatisfied" if never else "Dependency"
+            for job, never in islice(state.dependencies.blocked(), keep)
+        },
+        "dependency_all": len(state.dependencies) <= keep,
+        "throttled": dict(islice(state.throttles.published().items(), keep)),
     }
 
 

@@ -277,7 +277,9 @@ class Engine:
         sim = self.scenario.jobs[number]
         job_id = self.ids[number]
         after = [Wait(job=self._by_sim_id[str(d.job)], condition=d.condition) for d in sim.depends_on]
-        record = job_record(job_id, job_id, sim.tenant, sim.spec, sim.submit, [submitted(sim.submit)], after=after)
+        history = [submitted(sim.submit)]
+        elements = {"array_id": sim.array_id, "array_index": sim.array_index} if sim.array_id else {}
+        record = job_record(job_id, job_id, sim.tenant, sim.spec, sim.submit, history, after=after, **elements)
         job = JobProgress(sim, record)
         self.jobs[job_id] = job
         if not self.tree.may_submit(sim.tenant, sim.spec.queue):

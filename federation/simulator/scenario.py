@@ -41,6 +41,9 @@ class SimJob:
     """On other jobs of the scenario, by their ``id`` (``job: ID``): the production rule decides."""
     hold: bool = False
     """Submitted held (as ``fedq submit --hold``): it waits in line until a ``release`` action."""
+    array_id: str = ""
+    """An element of an array entry (``<array_id>-<index>``), as the API expands one."""
+    array_index: int | None = None
 
 
 @dataclass(slots=True)
@@ -116,15 +119,14 @@ class JobEntry(JobSpecBody):
         return parse_duration(value)
 
     @model_validator(mode="after")
-    def _no_array(self) -> JobEntry:
-        if self.array is not None:
-            raise ValueError("a scenario job cannot be an array: list each job")
+    def _dependencies(self) -> JobEntry:
         if any(d.job is None or d.condition == "aftercorr" for d in self.depends_on):
             raise ValueError("dependsOn in a scenario names another job by its id: {job: ID, condition: afterok|...}")
         return self
 
-    def build(self) -> SimJob:
-        """Each task runs for the job's runtime unless it sets its own."""
+    def build(self) -> list[SimJob]:
+        """Each task runs for the job's runtime unless it sets its own; an array is its elements
+        ``<id>-<index>``, as the API expands one (each keeps the array's spec: its throttle)."""
         tasks = [
             task if task.runtime is not None else task.model_copy(update={"runtime": self.runtime})
             for task in self.tasks
@@ -138,10 +140,25 @@ class JobEntry(JobSpecBody):
             cluster_selector=dict(self.cluster_selector),
             placement=self.placement,
             tasks=tasks,
-            array=None,
+            array=self.array,
             max_retries=self.max_retries,
         )
-        return SimJob(self.id, self.tenant, self.submit, self.runtime, spec, list(self.depends_on), self.hold)
+        if self.array is None:
+            return [SimJob(self.id, self.tenant, self.submit, self.runtime, spec, list(self.depends_on), self.hold)]
+        return [
+            SimJob(
+                f"{self.id}-{i}",
+                self.tenant,
+                self.submit,
+                self.runtime,
+                spec,
+                list(self.depends_on),
+                self.hold,
+                self.id,
+                i,
+            )
+            for i in range(self.array.count)
+        ]
 
 
 class ActionEntry(_Strict):
@@ -202,7 +219,8 @@ class ScenarioFile(_Strict):
                 if name in seen:
                     raise ValueError(f"duplicate {what} name {name!r}")
                 seen.add(name)
-        jobs, clusters = {j.id for j in self.jobs}, {c.name for c in self.clusters}
+        # An array's elements are named by no dependency nor action: only whole jobs are.
+        jobs, clusters = {j.id for j in self.jobs if j.array is None}, {c.name for c in self.clusters}
         for n, entry in enumerate(self.jobs):
             for d, dependency in enumerate(entry.depends_on):
                 if dependency.job not in jobs:
@@ -231,7 +249,7 @@ class ScenarioFile(_Strict):
             clusters=[c.build() for c in self.clusters],
             queues=QueueTreeConfig(queues=self.queues),
             policy=self.policy,
-            jobs=[j.build() for j in self.jobs],
+            jobs=[element for j in self.jobs for element in j.build()],
             actions=sorted((a.build() for a in self.actions), key=lambda a: a.at),
         )
 

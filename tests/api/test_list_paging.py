@@ -203,6 +203,8 @@ def test_fedq_jobs_shows_each_job_once_in_id_order(
         mine=False,
         sort="id",
         limit=None,
+        expand=False,
+        start=False,
     )
     assert cli_jobs.cmd_jobs(args) == 0
 

@@ -82,6 +82,8 @@ def table(
         mine=False,
         sort="id",
         limit=None,
+        expand=False,
+        start=False,
     )
     assert getattr(cli_jobs, command)(args) == 0
     return capsys.readouterr().out

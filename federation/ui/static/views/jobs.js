@@ -123,12 +123,13 @@ export async function jobsView({ root, me, arg, signal }) {
       h("td", { class: "when" }, shortWhen(job.submit_time)),
       h("td", {}, job.cluster || "—"),
       h("td", { class: "num" }, String(job.attempt)),
-      h("td", { class: "reason" }, job.reason || ""),
+      // Why a queued job waits: the API's code (federation/waits.py) with its text on hover; else the last move's reason.
+      h("td", { class: "reason", title: job.wait?.text ?? "" }, job.wait?.code ?? (job.reason || "")),
     );
   }
 
   function draw() {
-    let shown = search ? items.filter((j) => [j.id, j.name, j.reason, j.cluster, j.queue, j.tenant].some((v) => (v || "").toLowerCase().includes(search))) : items.slice();
+    let shown = search ? items.filter((j) => [j.id, j.name, j.wait?.code, j.reason, j.cluster, j.queue, j.tenant].some((v) => (v || "").toLowerCase().includes(search))) : items.slice();
     if (sort.key) shown.sort((a, b) => (a[sort.key] < b[sort.key] ? -sort.dir : a[sort.key] > b[sort.key] ? sort.dir : 0));
     tbody.replaceChildren(...(shown.length ? shown.map(row) : [h("tr", {}, h("td", { colspan: COLUMNS.length }, "No jobs."))]));
     pager.replaceChildren(
