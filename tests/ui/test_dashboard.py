@@ -371,3 +371,38 @@ def test_simulator_charts_are_readable(dashboard: Dashboard, watched: Watched, t
     assert span > 0.5, f"the mean-wait line spans {span:.0%} of the plot"
     assert clipped == [], clipped
     watched.screenshot("simulator-1280")
+
+
+FITS = """() => {
+  const hidden = [...document.querySelectorAll(".scroll")].map((s) => s.scrollWidth - s.clientWidth)
+    .filter((px) => px > 0);
+  const wide = document.documentElement.scrollWidth - document.documentElement.clientWidth;
+  const date = /\\d\\d-\\d\\d \\d\\d:\\d\\d|\\d{4}-\\d\\d-\\d\\dT/;
+  const cells = [...document.querySelectorAll("td, th, dd")]
+    .filter((cell) => date.test(cell.textContent) && cell.textContent.trim().length < 40);
+  const dates = cells.map((cell) => {
+      const range = document.createRange();
+      range.selectNodeContents(cell);
+      return [cell.textContent.trim(), new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size];
+    }).filter(([, lines]) => lines > 1);
+  return { hidden, wide, dates, checked: cells.length };
+}"""
+"""Pixels each table's scroll box hides, the page's own sideways overflow, and date cells on more than one line."""
+
+
+@pytest.mark.parametrize("view", ["queues", "clusters", "jobs", "job", "usage"])
+def test_every_view_fits_1280_px_without_clipped_columns_or_wrapped_dates(
+    dashboard: Dashboard, watched: Watched, view: str
+) -> None:
+    """Issue 36, acceptance 3: at 1280 px (the test browser's viewport) no view hides a column to its right
+    and no date wraps; a screenshot of each goes with the run's artifacts."""
+    watched.login(dashboard.url, ADMIN_TOKEN)
+    target = f"job/{dashboard.workload['alice'][0]}" if view == "job" else view
+    watched.page.goto(f"{dashboard.url}/ui/#/{target}")
+    drawn = "#timeline li[data-to='Running']" if view == "job" else "table tbody tr"
+    watched.page.wait_for_selector(f"section[data-view='{view}'] {drawn}")
+    found = watched.page.evaluate(FITS)
+    watched.screenshot(f"view-{view}-1280")
+    print(f"\n{view} at 1280 px: {found}")
+    assert found["checked"] > 0 or view not in ("jobs", "job"), "no date cell found to check"
+    assert {**found, "checked": 0} == {"hidden": [], "wide": 0, "dates": [], "checked": 0}
