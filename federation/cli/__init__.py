@@ -1,36 +1,23 @@
 """The ``fedq`` command. Exit codes: 0 ok, 1 refused by the server or bad input, 2 usage,
 3 server unreachable or failing, 4 a job waited on (``submit --wait``, ``job --follow``) did not succeed.
 
-Building the parser imports only the command modules, whose heavy imports (the HTTP client, rich,
-pydantic models, the server, the simulator, the agent) wait until their command runs: ``fedq jobs
+Building the parser for one command imports only the module that registers it (``COMMANDS``; all of
+them for ``fedq --help`` and completion), and a command module's heavy imports (the HTTP client, rich,
+pydantic models, the server, the simulator, the agent) wait until its command runs: ``fedq jobs
 --help`` and ``fedq jobs`` start in a fraction of a second (``bench/cli.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from federation.cli import (
-    actions,
-    admin,
-    completion,
-    jobs,
-    logs,
-    report,
-    server,
-    simulate,
-    submit,
-    up,
-    whatif,
-    whoami,
-)
 from federation.cli.context import common_options, hoist_global_options
 from federation.cli.output import fail
-from member_agent import cli as agent_cli
 
 EXIT_REFUSED = 1
 EXIT_UNAVAILABLE = 3
@@ -48,7 +35,27 @@ class _Version(argparse.Action):
         parser.exit(message=f"fedq {version('fedq')}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMANDS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("federation.cli.server", ("server",), ""),
+    ("federation.cli.submit", ("submit",), "common"),
+    ("federation.cli.jobs", ("jobs", "job", "explain"), "common"),
+    ("federation.cli.logs", ("logs",), "common"),
+    ("federation.cli.actions", ("cancel", "hold", "release", "requeue", "update"), "common"),
+    ("federation.cli.admin", ("queues", "clusters", "token"), "common"),
+    ("federation.cli.report", ("report",), "common"),
+    ("federation.cli.simulate", ("simulate",), ""),
+    ("federation.cli.whatif", ("whatif",), "common"),
+    ("federation.cli.whoami", ("whoami",), "common"),
+    ("member_agent.cli", ("agent",), ""),
+    ("federation.cli.up", ("up",), ""),
+    ("federation.cli.completion", ("completion",), "parser"),
+)
+"""Each command module, the commands it registers (``tests/unit/test_cli_help.py`` checks them) and what
+its ``register`` takes besides the subparsers: the common options, or the whole parser."""
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of ``command`` alone when it is one of ``COMMANDS``, else of every command."""
     common = common_options()
     parser = argparse.ArgumentParser(
         prog="fedq",
@@ -60,19 +67,15 @@ def build_parser() -> argparse.ArgumentParser:
     for action in common._actions:  # documented here; ``hoist_global_options`` hands them to the command
         shown._add_action(action)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    server.register(sub)
-    submit.register(sub, common)
-    jobs.register(sub, common)
-    logs.register(sub, common)
-    actions.register(sub, common)
-    admin.register(sub, common)
-    report.register(sub, common)
-    simulate.register(sub)
-    whatif.register(sub, common)
-    whoami.register(sub, common)
-    agent_cli.register(sub)
-    up.register(sub)
-    completion.register(sub, parser)
+    named = [entry for entry in COMMANDS if command in entry[1] and command != "completion"]
+    for module, _, needs in named or COMMANDS:  # completion is made from every command's parser
+        register = importlib.import_module(module).register
+        if needs == "common":
+            register(sub, common)
+        elif needs == "parser":
+            register(sub, parser)
+        else:
+            register(sub)
     return parser
 
 
@@ -87,7 +90,8 @@ def _exit_code(exc: Exception) -> int | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(hoist_global_options(sys.argv[1:] if argv is None else argv, common_options()))
+    words = hoist_global_options(sys.argv[1:] if argv is None else argv, common_options())
+    args = build_parser(words[0] if words else None).parse_args(words)
     args.clock = time.time  # what prints as it goes (--follow, --watch) reads it per line or redraw
     args.now = args.clock()  # the one clock read of a command that prints once: its times are relative to it
     try:

@@ -78,3 +78,18 @@ def test_completion_offers_each_command_its_options_and_choices() -> None:
     assert "['fedq token create']=" in bash
     assert "['fedq jobs --output']='table wide json yaml'" in bash
     assert script(build_parser(), "zsh").startswith("# fedq completion for zsh")
+
+
+def test_each_module_registers_the_commands_its_entry_names() -> None:
+    """``COMMANDS`` is what lets ``fedq jobs`` import one command module: its names must be the ones each
+    module registers, or a command would be missing from its own parser."""
+    from federation.cli import COMMANDS, build_parser
+
+    def commands(parser: argparse.ArgumentParser) -> set[str]:
+        return set(next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices)
+
+    every = {name for _, names, _ in COMMANDS for name in names}
+    assert commands(build_parser()) == every
+    for _, names, _ in COMMANDS:
+        for name in names:
+            assert commands(build_parser(name)) == (every if name == "completion" else set(names))
