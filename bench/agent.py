@@ -36,7 +36,8 @@ from federation.client import FedqClient  # noqa: E402
 from federation.launcher import ServerProcess, wait_until  # noqa: E402
 from federation.logs import configure_logging  # noqa: E402
 from federation.models import JobSpecBody  # noqa: E402
-from federation.models.cluster import Assignment, ClusterReport, ReportReply  # noqa: E402
+from federation.models.agent_report import PlainClusterReport, to_wire  # noqa: E402
+from federation.models.cluster import Assignment, ReportReply  # noqa: E402
 from member_agent.agent import Agent  # noqa: E402
 from member_agent.backends.simulated import SimulatedBackend  # noqa: E402
 from member_agent.local_scheduler import LocalScheduler  # noqa: E402
@@ -135,16 +136,16 @@ def local_cycles(seed: int) -> tuple[float, float, int, Agent, ManualClock]:
     return first, second, placed, agent, clock
 
 
-def report_loop(agent: Agent, clock: ManualClock, rounds: int) -> tuple[list[float], list[int], ClusterReport]:
+def report_loop(agent: Agent, clock: ManualClock, rounds: int) -> tuple[list[float], list[int], PlainClusterReport]:
     """Each round: time passes, tasks end; time observe + build_report + JSON; accept; schedule (untimed)."""
     seconds, sizes = [], []
-    report = ClusterReport()
+    report = PlainClusterReport()
     for _ in range(rounds):
         clock.advance(REPORT_INTERVAL)
         started = time.perf_counter()
         agent.observe()
         report = agent.build_report()
-        body = json.dumps(report.model_dump(mode="json")).encode()
+        body = json.dumps(to_wire(report)).encode()
         seconds.append(time.perf_counter() - started)
         sizes.append(len(body))
         agent.handle_reply(report, ReportReply())
@@ -186,7 +187,7 @@ def round_trips(work: Path, jobs: int, rounds: int) -> tuple[list[float], int, i
                 agent.step()
                 seconds.append(time.perf_counter() - started)
             report = agent.build_report()
-            size = len(json.dumps(report.model_dump(mode="json")).encode())
+            size = len(json.dumps(to_wire(report)).encode())
             return seconds, size, len(report.nodes), len(report.running)
 
 

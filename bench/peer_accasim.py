@@ -160,7 +160,8 @@ def run_child(python: Path, workdir: Path, swf: Path, sysconfig: Path) -> dict[s
         subprocess.run(
             [str(python), __file__, "--child", str(workdir), str(swf), str(sysconfig)], check=True, stderr=err
         )
-    return json.loads((workdir / "summary.json").read_text())
+    summary: dict[str, Any] = json.loads((workdir / "summary.json").read_text())
+    return summary
 
 
 def read_schedule(path: Path) -> list[JobOutcome]:

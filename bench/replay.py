@@ -12,13 +12,21 @@ prints the wall time of each replay with its metrics:
 
 A progress bar shows on a terminal. ``--limit`` replays only the first jobs of each trace (for a quick
 look); the figures in bench/README.md are full replays. Exits 1 if the KTH target is missed.
+
+``--peer N``: instead, fedq against AccaSim in one sitting: KTH-SP2 (the ``kth-fifo`` replay, AccaSim's
+model: first come, EASY) and AccaSim's EASY on the same jobs (``bench/peer_accasim.py``, in its own venv,
+built if missing), in turn N times; prints each one's times, their medians and the ratio fedq/AccaSim pair
+by pair (issue 34: <= 1.0). Both are timed inside their process, from reading the trace to the written
+outputs (fedq's ``wall_seconds``, AccaSim's ``wall_simulator_s``).
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import gzip
 import json
+import statistics
 import sys
 import tempfile
 import time
@@ -33,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from gctime import CollectorTime  # noqa: E402
 from machine import speed_marker  # noqa: E402
+from peer_accasim import DEFAULT_VENV, ensure_venv, run_child, write_sysconfig  # noqa: E402
 
 from federation.config import FederationConfig  # noqa: E402
 from federation.logs import configure_logging  # noqa: E402
@@ -90,17 +99,50 @@ def replay(
     }
 
 
+def against_accasim(traces: Path, limit: int | None, pairs: int, work: Path, console: Console) -> None:
+    """fedq's ``kth-fifo`` replay and AccaSim's on the same jobs, alternating; their walls and ratio."""
+    python = ensure_venv(DEFAULT_VENV, None)
+    trace, clusters, tenants = REPLAYS["kth-fifo"]
+    swf = read_swf(traces / trace, limit=limit)
+    plain = work / "accasim.swf"  # AccaSim reads plain text: the trace's lines up to its last replayed job
+    raw = (traces / trace).read_bytes()
+    lines = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode().splitlines(keepends=True)
+    plain.write_text("".join(lines[: swf.jobs[-1].line_no]))
+    shape = swf.machine()
+    sysconfig = write_sysconfig(work, shape.nodes, shape.cores_per_node)
+    fedq: list[float] = []
+    peer: list[float] = []
+    for n in range(1, pairs + 1):
+        wall = replay(traces / trace, clusters, tenants, limit, work / "fedq", console)["wall_seconds"]
+        assert isinstance(wall, float)
+        fedq.append(wall)
+        peer.append(float(run_child(python, work, plain, sysconfig)["wall_simulator_s"]))
+        ratio = fedq[-1] / peer[-1]
+        print(f"   pair {n}: fedq {fedq[-1]:.2f} s, AccaSim {peer[-1]:.2f} s, fedq/AccaSim {ratio:.2f}", flush=True)
+    ratios = [f / p for f, p in zip(fedq, peer, strict=True)]
+    print(
+        f"{trace}, {len(swf.jobs):,} jobs, one cluster, first come, EASY: fedq median {statistics.median(fedq):.2f} s, "
+        f"AccaSim median {statistics.median(peer):.2f} s, fedq/AccaSim median {statistics.median(ratios):.2f} "
+        f"(min {min(ratios):.2f}, max {max(ratios):.2f}) of {pairs} alternating pairs   target <= 1.0"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--traces", type=Path, default=TRACES, help="directory holding the SWF traces")
     parser.add_argument("--only", choices=sorted(REPLAYS), action="append", help="run only these replays")
     parser.add_argument("--limit", type=int, help="replay only the first JOBS jobs of each trace")
     parser.add_argument("--json", action="store_true", help="print one JSON object per replay")
+    parser.add_argument("--peer", type=int, metavar="N", help="fedq against AccaSim on KTH-SP2, N alternating pairs")
     args = parser.parse_args()
     configure_logging("warning")
     console = Console(stderr=True)
     if not args.json:
         print(speed_marker(), flush=True)
+    if args.peer:
+        with tempfile.TemporaryDirectory() as tmp:
+            against_accasim(args.traces, args.limit, args.peer, Path(tmp), console)
+        return 0
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.only or list(REPLAYS):

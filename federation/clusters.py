@@ -22,6 +22,7 @@ from federation.joblogs.intake import LogIntake
 from federation.jobs import Change, JobRepository, NotFound, StoredJob, change_of, commit_batched
 from federation.lifecycle import AgentUpdate, IllegalTransition, RetryPolicy, transition
 from federation.models import JobRecord, JobState
+from federation.models.agent_report import report_offset, update_event
 from federation.models.cluster import (
     Assignment,
     Cancellation,
@@ -186,7 +187,7 @@ class ClusterService:
             revision = await self._store(name, record, report, now)
         cancellations: dict[tuple[str, int], Cancellation] = {}
         refused: list[dict[str, Any]] = []
-        problems = await self._apply_all(name, report.updates, now, report.offset(now))
+        problems = await self._apply_all(name, report.updates, now, report_offset(report, now))
         moved = set()  # out of Dispatched by this report: their assignment keys went with the change
         for update, problem in zip(report.updates, problems, strict=True):
             if problem is None:
@@ -275,14 +276,14 @@ class ClusterService:
                 problems.append("job no longer exists")
                 continue
             stored = StoredJob(JobRecord.from_bytes(kv.value), kv.mod_revision)
-            problem, change = _plan(stored, update.event(name, self.retry, offset), now)
+            problem, change = _plan(stored, update_event(update, name, self.retry, offset), now)
             problems.append(problem)
             if change is not None:
                 planned[i] = change
         landed = {id(change) for change in await commit_batched(self.store, list(planned.values()))}
         for i, change in planned.items():
             if id(change) not in landed:  # the job moved since it was read: read it again and decide again
-                problems[i] = await self._apply(batch[i].job_id, batch[i].event(name, self.retry, offset), now)
+                problems[i] = await self._apply(batch[i].job_id, update_event(batch[i], name, self.retry, offset), now)
         return problems
 
     async def _apply(self, job_id: str, event: AgentUpdate, now: float) -> str | None:

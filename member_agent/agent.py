@@ -13,6 +13,7 @@ requeued them meanwhile.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -21,14 +22,8 @@ import structlog
 from federation import capabilities
 from federation.client import FedqClient, FedqError
 from federation.models import JobState
-from federation.models.cluster import (
-    MAX_ITEMS_PER_REPORT,
-    MAX_RUNNING_PER_REPORT,
-    ClusterReport,
-    NodeReport,
-    ReportReply,
-    RunningJob,
-)
+from federation.models.agent_report import PlainClusterReport, ReportFacts, to_wire
+from federation.models.cluster import MAX_ITEMS_PER_REPORT, MAX_RUNNING_PER_REPORT, ReportReply
 from member_agent.backends import honoured_fields
 from member_agent.backends.base import Backend, JobRejected, LaunchError, task_id
 from member_agent.capacity import summarise
@@ -72,7 +67,7 @@ class Agent:
         self.honours = sorted(honoured_fields(backend.name))  # reported: the federation sends nothing else
         self._reconciled = False
         # The nodes, runs and honoured fields of the report the federation holds, and its revision there.
-        self._stored: tuple[list[NodeReport], list[RunningJob], list[str]] | None = None
+        self._stored: tuple[Sequence[object], Sequence[object], Sequence[str]] | None = None
         self._stored_revision: int | None = None
         self._launch_failures: dict[str, int] = {}
         self.log = log.bind(cluster=cluster)
@@ -95,7 +90,7 @@ class Agent:
             body: dict[str, Any] = self.client.request(
                 "POST",
                 f"/v1/clusters/{self.cluster}/report",
-                body=report.model_dump(mode="json"),
+                body=to_wire(report),
                 timeout=self._report_wait(),
             )
         except FedqError as exc:
@@ -164,12 +159,13 @@ class Agent:
         if self.shipper.limits is not None:
             self.shipper.add(self.backend.logs())
 
-    def build_report(self) -> ClusterReport:
+    def build_report(self) -> PlainClusterReport:
         """What the federation hears this round, within the report's limits: updates beyond
         ``MAX_ITEMS_PER_REPORT`` wait for the next report (they are acknowledged in order), and past
         ``MAX_RUNNING_PER_REPORT`` running jobs only those ending soonest are listed. The federation
         charges a running job it is not told of against the cluster's free capacity, so a shorter
-        list only makes it cautious; a report over the limits would be refused whole, every time."""
+        list only makes it cautious; a report over the limits would be refused whole, every time.
+        Built plain (no validation: the federation validates what arrives); ``to_wire`` is its body."""
         running = self.tracker.running()
         if len(running) > MAX_RUNNING_PER_REPORT:
             running.sort(key=lambda job: (job.expected_end is None, job.expected_end or 0.0))
@@ -178,7 +174,7 @@ class Agent:
         nodes = summarise(self.backend.nodes())
         # Nothing new but the time: name the report the federation holds instead of sending it again.
         unchanged = self._stored is not None and self._stored == (nodes, running, self.honours)
-        return ClusterReport(
+        return PlainClusterReport(
             nodes=[] if unchanged else nodes,
             running=[] if unchanged else running,
             updates=self.tracker.outbox()[:MAX_ITEMS_PER_REPORT],
@@ -189,7 +185,7 @@ class Agent:
             sent_at=self._sent_at,  # what the federation reads this report's times against
         )
 
-    def handle_reply(self, report: ClusterReport, reply: ReportReply) -> None:
+    def handle_reply(self, report: ReportFacts, reply: ReportReply) -> None:
         """The federation accepted ``report``: forget its updates, then act on the reply."""
         self.tracker.acknowledge(len(report.updates))
         if report.unchanged_since is None:

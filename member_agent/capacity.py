@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 
-from federation.models.cluster import NodeReport
+from federation.models.agent_report import PlainNodeReport
 from member_agent.backends.base import NodeView
 
 PER_NODE_LIMIT = 200
@@ -34,9 +34,9 @@ class ShapeSummary:
         self._members: dict[ShapeKey, list[int]] = {}  # shape -> positions of its nodes, ascending
         # shape -> (the view of its first node, its count, its entry): an entry is built again only
         # when one of those changed
-        self._reports: dict[ShapeKey, tuple[NodeView, int, NodeReport]] = {}
+        self._reports: dict[ShapeKey, tuple[NodeView, int, PlainNodeReport]] = {}
 
-    def __call__(self, nodes: list[NodeView]) -> list[NodeReport]:
+    def __call__(self, nodes: list[NodeView]) -> list[PlainNodeReport]:
         views = self._views
         if len(nodes) != len(views):
             self._reset(nodes)
@@ -79,11 +79,11 @@ class ShapeSummary:
         self._views[i] = node
 
 
-def summarise(nodes: list[NodeView], per_node_limit: int = PER_NODE_LIMIT) -> list[NodeReport]:
+def summarise(nodes: list[NodeView], per_node_limit: int = PER_NODE_LIMIT) -> list[PlainNodeReport]:
     """Identical nodes (same allocatable, free, labels, cordon) fold into one entry with a count."""
     if len(nodes) <= per_node_limit:
         return [
-            NodeReport(
+            PlainNodeReport(
                 name=n.name, allocatable=n.allocatable, free=_clamped(n), labels=n.labels, unschedulable=n.unschedulable
             )
             for n in nodes
@@ -94,9 +94,9 @@ def summarise(nodes: list[NodeView], per_node_limit: int = PER_NODE_LIMIT) -> li
     return [_shape_report(group[0], len(group)) for group in groups.values()]
 
 
-def _shape_report(first: NodeView, count: int) -> NodeReport:
+def _shape_report(first: NodeView, count: int) -> PlainNodeReport:
     """``count`` nodes like ``first`` as one entry, named after the first."""
-    return NodeReport(
+    return PlainNodeReport(
         name=f"{first.name}+{count - 1}" if count > 1 else first.name,
         count=count,
         allocatable=first.allocatable,

@@ -13,6 +13,7 @@ federation cuts the run's output with a marker line.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from federation.models.logs import (
@@ -110,7 +111,7 @@ class LogShipper:
             self._streams[key] = self._streams.pop(key)
         return out
 
-    def acknowledge(self, acks: list[LogAck], sent: list[LogChunk]) -> None:
+    def acknowledge(self, acks: list[LogAck], sent: Sequence[LogChunk]) -> None:
         """The federation holds each acked stream up to ``next``: forget those lines, and streams that
         are done (ended and all acked, or that the federation wants no more of)."""
         finished = {(c.job_id, c.epoch, c.task, c.stream) for c in sent if c.ended or c.dropped}

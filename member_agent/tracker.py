@@ -17,7 +17,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from federation.models import JobSpecBody, JobState
-from federation.models.cluster import Assignment, RunningJob, StatusUpdate
+from federation.models.agent_report import PlainRunningJob, PlainStatusUpdate
+from federation.models.cluster import Assignment
 from member_agent.backends.base import TaskLaunch, TaskPhase, TaskReport, task_id
 from policies.clock import Clock
 
@@ -140,8 +141,8 @@ class JobTracker:
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
         self.jobs: dict[str, LocalJob] = {}
-        self._outbox: list[StatusUpdate] = []
-        self._running: dict[str, tuple[LocalJob, int, RunningJob]] = {}  # the last report's entries, by version
+        self._outbox: list[PlainStatusUpdate] = []
+        self._running: dict[str, tuple[LocalJob, int, PlainRunningJob]] = {}  # the last report's entries, by version
 
     def admit(self, assignment: Assignment) -> LocalJob | None:
         """Take a new assignment; a repeat of one already held is ignored."""
@@ -252,7 +253,7 @@ class JobTracker:
         if status is not None:
             when = status.finished_at or status.started_at or when
         self._outbox.append(
-            StatusUpdate(
+            PlainStatusUpdate(
                 job_id=job.job_id,
                 epoch=job.epoch,
                 state=state,
@@ -264,7 +265,7 @@ class JobTracker:
             )
         )
 
-    def outbox(self) -> list[StatusUpdate]:
+    def outbox(self) -> list[PlainStatusUpdate]:
         return list(self._outbox)
 
     def acknowledge(self, sent: int) -> None:
@@ -275,7 +276,7 @@ class JobTracker:
             if job_id not in waiting:
                 del self.jobs[job_id]
 
-    def running(self) -> list[RunningJob]:
+    def running(self) -> list[PlainRunningJob]:
         """Every launched job still on the cluster, with its start, what its tasks hold now (an elastic
         job's placed tasks only) and its walltime end (its latest task start's). Each report lists them
         all: a job keeps its entry while none of its tasks changed."""
@@ -289,7 +290,7 @@ class JobTracker:
             if entry is None:
                 walltime = job.spec.walltime if job.spec is not None else None
                 last = max((t.started_at for t in job.tasks.values() if t.started_at is not None), default=None)
-                entry = RunningJob(
+                entry = PlainRunningJob(
                     job_id=job.job_id,
                     epoch=job.epoch,
                     resources=job.resources(),

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from federation.capabilities import FIELDS, refuses_labels
-from federation.lifecycle.events import AgentUpdate, RetryPolicy
+from federation.models.agent_report import NodeFacts, ReportFacts, report_offset
 from federation.models.job import JobRecord, JobSpecBody, JobState, _check_labels
 from federation.models.logs import MAX_CHUNKS_PER_REPORT, LogAck, LogChunk, LogLimits
 from federation.models.numbers import Integer
@@ -55,7 +55,7 @@ class NodeReport(_Strict):
         return _check_labels(value, "node label")
 
 
-def summed(nodes: Iterable[NodeReport], *, free: bool = False) -> dict[str, float]:
+def summed(nodes: Iterable[NodeFacts], *, free: bool = False) -> dict[str, float]:
     """A cluster's allocatable (or free) resources: each node entry times its count."""
     total: dict[str, float] = {}
     for node in nodes:
@@ -67,7 +67,7 @@ NodeKind = tuple[tuple[tuple[str, float], ...], tuple[tuple[str, str], ...]]
 """A node's size and labels: what a cluster could ever hold is how many nodes of each kind it has."""
 
 
-def node_kinds(nodes: Iterable[NodeReport]) -> Counter[NodeKind]:
+def node_kinds(nodes: Iterable[NodeFacts]) -> Counter[NodeKind]:
     """How many nodes of each size and labels, not what is free on them (a report may split one size by
     what is free on it, so counts are summed per kind)."""
     kinds: Counter[NodeKind] = Counter()
@@ -98,7 +98,7 @@ class ClusterGrant(_Strict):
         allowed = format_labels(self.labels) or "none"
         return f"labels {format_labels(extra)} are not allowed by this cluster's join token (allowed: {allowed})"
 
-    def refuses_capacity(self, nodes: Iterable[NodeReport]) -> str | None:
+    def refuses_capacity(self, nodes: Iterable[NodeFacts]) -> str | None:
         """Why a report of ``nodes`` claims more than the join token allowed, if it does."""
         if self.capacity is None:
             return None
@@ -148,14 +148,6 @@ class StatusUpdate(_Strict):
             raise ValueError(f"an agent cannot report state {value.value}")
         return value
 
-    def event(self, cluster: str, retry: RetryPolicy, offset: float = 0.0) -> AgentUpdate:
-        """This update as the lifecycle event of ``cluster``'s run, failed runs retried by ``retry``, its
-        time on the federation's clock (``offset``: its report's ``ClusterReport.offset``)."""
-        at = self.time + offset
-        return AgentUpdate(
-            cluster, self.epoch, self.state, at, self.reason, self.exit_code, self.log_tail, retry, self.final
-        )
-
 
 class ClusterReport(_Strict):
     nodes: list[NodeReport] = Field(default_factory=list, max_length=MAX_NODES_PER_REPORT)
@@ -175,20 +167,17 @@ class ClusterReport(_Strict):
     a thousand runs report every second; what changes between two reports is rarely more than the time."""
     sent_at: float | None = None
     """The agent's clock when it built the report: the federation reads the report's times against it
-    (``offset``). None (an agent from before it was sent): the times are taken as they are."""
-
-    def offset(self, now: float) -> float:
-        """What moves a time of this report onto the federation's clock, ``now`` being when it arrived.
-
-        The agent's clock may be hours off ours; what it measures is right, how long before it sent
-        the report something happened. So each time becomes that long before the report arrived: a
-        run keeps its length and is charged for it, whatever the agent's clock says. Times come out
-        late by the report's transit, which the lifecycle bounds to the run's dispatch and now."""
-        return 0.0 if self.sent_at is None else now - self.sent_at
+    (``report_offset``). None (an agent from before it was sent): the times are taken as they are."""
 
 
 RunningRef = tuple[str, int, float | None]
 """A job a cluster runs, as the scheduler needs it: (job id, epoch, expected end)."""
+
+
+def running_refs(time: float, report: ReportFacts) -> list[RunningRef]:
+    """``report``'s running jobs as it arrived at ``time``, their ends on the federation's clock."""
+    offset = report_offset(report, time)
+    return [(r.job_id, r.epoch, None if r.expected_end is None else r.expected_end + offset) for r in report.running]
 
 
 class LatestReport(_Strict):
@@ -203,11 +192,8 @@ class LatestReport(_Strict):
 
     @classmethod
     def of(cls, time: float, report: ClusterReport) -> LatestReport:
-        """``report`` as it arrived at ``time``, its running jobs' ends on the federation's clock."""
-        offset = report.offset(time)
-        running = [
-            (r.job_id, r.epoch, None if r.expected_end is None else r.expected_end + offset) for r in report.running
-        ]
+        """``report`` as it arrived at ``time`` (``running_refs``)."""
+        running = running_refs(time, report)
         return cls.model_construct(time=time, nodes=report.nodes, running=running, honours=report.honours)
 
     def to_bytes(self) -> bytes:

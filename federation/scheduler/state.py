@@ -8,13 +8,15 @@ simulator feeds it directly: both then run the same cycle over ``snapshot()``.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from federation import capabilities
 from federation.lifecycle import ON_CLUSTER, dispatched_at
 from federation.models import JobRecord, JobState, QueueTree
-from federation.models.cluster import ClusterReport, LatestReport, NodeReport, node_kinds
+from federation.models.agent_report import NodeFacts, ReportFacts
+from federation.models.cluster import LatestReport, RunningRef, node_kinds, running_refs
 from federation.scheduler.dependencies import DependencyIndex
 from federation.scheduler.job_view import held_by, job_info
 from federation.scheduler.throttle import ArrayThrottles
@@ -61,7 +63,7 @@ class ClusterView:
     selectable: dict[str, str] = field(default_factory=dict)  # what selectors match: labels and honours
     cordoned: bool = False
     report_time: float | None = None
-    nodes: list[NodeReport] = field(default_factory=list)
+    nodes: Sequence[NodeFacts] = field(default_factory=list)
     reported_running: set[tuple[str, int]] = field(default_factory=set)
     expected_end: dict[str, float] = field(default_factory=dict)
     jobs: dict[str, None] = field(default_factory=dict)  # an ordered set: snapshots list jobs in dispatch order
@@ -326,19 +328,25 @@ class FederationState:
             res.iadd(self.held.setdefault(lane, {}), self._total(info))
             self._holders[lane] = self._holders.get(lane, 0) + 1
 
-    def set_report(self, name: str, time: float, report: ClusterReport) -> None:
-        self.set_latest(name, LatestReport.of(time, report))
+    def set_report(self, name: str, time: float, report: ReportFacts) -> None:
+        """A report as it arrived at ``time`` (the simulator's agents hand theirs over without the store)."""
+        self._set(name, time, report.nodes, running_refs(time, report), report.honours)
 
     def set_latest(self, name: str, latest: LatestReport) -> None:
+        self._set(name, latest.time, latest.nodes, latest.running, latest.honours)
+
+    def _set(
+        self, name: str, time: float, nodes: Sequence[NodeFacts], running: list[RunningRef], honours: Sequence[str]
+    ) -> None:
         view = self.clusters.setdefault(name, ClusterView(name))
         # Never back: when it was last heard (``set_heard``) may be later than its last whole report.
-        view.report_time = latest.time if view.report_time is None else max(view.report_time, latest.time)
-        self._relabel(view, view.labels, frozenset(latest.honours))
-        if _shapes(view.nodes) != _shapes(latest.nodes):
+        view.report_time = time if view.report_time is None else max(view.report_time, time)
+        self._relabel(view, view.labels, frozenset(honours))
+        if _shapes(view.nodes) != _shapes(nodes):
             self.shapes_version += 1
-        view.nodes = latest.nodes
-        view.reported_running = {(job_id, epoch) for job_id, epoch, _ in latest.running}
-        expected_end = {job_id: end for job_id, _, end in latest.running if end is not None}
+        view.nodes = nodes
+        view.reported_running = {(job_id, epoch) for job_id, epoch, _ in running}
+        expected_end = {job_id: end for job_id, _, end in running if end is not None}
         if expected_end != view.expected_end:
             view.expected_end = expected_end
             view.releases = None
@@ -538,7 +546,7 @@ class FederationState:
         return entry.running
 
 
-def _empty(nodes: list[NodeReport]) -> NodeInfo:
+def _empty(nodes: Sequence[NodeFacts]) -> NodeInfo:
     """A cluster as its reports show it, every node idle: what it could ever hold, node by node."""
     return NodeInfo("", {}, shapes=[NodeShape(n.allocatable, dict(n.allocatable), n.count) for n in nodes])
 
@@ -558,7 +566,7 @@ def _gang_text(info: JobInfo) -> str:
     return ", ".join(f"{name}: {count} x {format_resources(req)}" for name, (req, count) in counts.items())
 
 
-def _shapes(nodes: list[NodeReport]) -> frozenset[tuple[object, int]]:
+def _shapes(nodes: Sequence[NodeFacts]) -> frozenset[tuple[object, int]]:
     return frozenset(node_kinds(nodes).items())
 
 

@@ -59,7 +59,8 @@ from federation.lifecycle import (
     transition,
 )
 from federation.models import JobRecord, QueueTree
-from federation.models.cluster import Assignment, Cancellation, StatusUpdate
+from federation.models.agent_report import UpdateFacts, update_event
+from federation.models.cluster import Assignment, Cancellation
 from federation.models.dependency import Wait
 from federation.reports.source import queue_half_lives
 from federation.scheduler.state import FederationState
@@ -331,11 +332,11 @@ class Engine:
             self._unreported.add(member.name)
         return changed
 
-    def _apply(self, cluster: str, update: StatusUpdate) -> bool:
+    def _apply(self, cluster: str, update: UpdateFacts) -> bool:
         job = self.jobs.get(update.job_id)
         if job is None:
             return False
-        outcome = self._land(job, update.event(cluster, self.retry))
+        outcome = self._land(job, update_event(update, cluster, self.retry))
         if outcome is None:
             return False  # a stale run: the federation has moved the job on
         record = outcome.record

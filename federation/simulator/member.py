@@ -7,7 +7,8 @@ does behind ``fedq agent run``; the simulator only carries the report and the re
 
 from __future__ import annotations
 
-from federation.models.cluster import Assignment, Cancellation, ClusterReport, ClusterState, ReportReply, StatusUpdate
+from federation.models.agent_report import PlainClusterReport, PlainStatusUpdate
+from federation.models.cluster import Assignment, Cancellation, ClusterState, ReportReply
 from federation.simulator.records import RunKey
 from member_agent.agent import Agent
 from member_agent.backends.base import NodeView, TaskReport
@@ -15,10 +16,6 @@ from member_agent.backends.simulated import SimulatedBackend
 from member_agent.capacity import ShapeSummary
 from member_agent.local_scheduler import LocalScheduler
 from policies.clock import ManualClock
-
-
-def _report(updates: list[StatusUpdate]) -> ClusterReport:
-    return ClusterReport.model_construct(nodes=[], running=[], updates=updates, known=None)
 
 
 class RecordingBackend(SimulatedBackend):
@@ -56,56 +53,61 @@ class Member:
         self.assigned: dict[str, Assignment] = {}
         self.stops: dict[str, Cancellation] = {}
         self._new = 0  # orders put since the last reply
-        self._sent = _report([])
+        self._sent = PlainClusterReport()
         self._summary = ShapeSummary()
+        self._reply: ReportReply | None = None  # the reply while no order was put or dropped
 
-    def updates(self) -> list[StatusUpdate]:
+    def updates(self) -> list[PlainStatusUpdate]:
         """Observe the backend: the job updates the agent's next report carries."""
         self.agent.observe()
-        self._sent = _report(self.agent.tracker.outbox())
+        self._sent = PlainClusterReport(updates=self.agent.tracker.outbox())
         return self._sent.updates
 
-    def capacity(self) -> ClusterReport:
+    def capacity(self) -> PlainClusterReport:
         """Capacity by node shape and the running jobs with their walltime ends.
 
         Identical nodes fold into one shape with a count whatever the cluster's size: the same facts
         the agent reports node by node for a small cluster, in fewer entries for the federation to scan.
         """
-        return ClusterReport.model_construct(
+        return PlainClusterReport(
             nodes=self._summary(self.backend.nodes()),
             running=self.agent.tracker.running(),
-            updates=[],
-            known=None,
             honours=self.agent.honours,
         )
 
     def assign(self, assignment: Assignment) -> None:
         self.assigned[assignment.job_id] = assignment
         self._new += 1
+        self._reply = None
 
     def stop(self, order: Cancellation) -> None:
         self.stops[order.job_id] = order
         self._new += 1
+        self._reply = None
 
     def unassign(self, job_id: str) -> None:
-        self.assigned.pop(job_id, None)
+        if self.assigned.pop(job_id, None) is not None:
+            self._reply = None
 
     def drop_stop(self, job_id: str) -> None:
-        self.stops.pop(job_id, None)
+        if self.stops.pop(job_id, None) is not None:
+            self._reply = None
 
     def reply(self) -> int:
         """Hand the agent the federation's reply to its last report: the outstanding assignments and stop
         orders. Returns how many are new since the last reply: the agent acts on them at once (a kill
         ends its run now), so the simulator takes another round at this instant to hear of it."""
-        reply = ReportReply(
-            assignments=list(self.assigned.values()),
-            cancellations=list(self.stops.values()),
-            refused=[],
-            state=ClusterState.READY,
-        )
+        reply = self._reply
+        if reply is None:
+            reply = self._reply = ReportReply(
+                assignments=list(self.assigned.values()),
+                cancellations=list(self.stops.values()),
+                refused=[],
+                state=ClusterState.READY,
+            )
         new, self._new = self._new, 0
         self.agent.handle_reply(self._sent, reply)
-        self._sent = _report([])
+        self._sent = PlainClusterReport()
         return new
 
     def schedule(self) -> int | None:

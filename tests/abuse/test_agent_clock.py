@@ -24,7 +24,7 @@ from federation.models import JobRecord, JobState
 from federation.store import EtcdServer, EtcdStore
 from member_agent.agent import Agent
 from policies.clock import Clock
-from tests.scheduler.harness import Harness
+from tests.scheduler.harness import Harness, arrived
 
 pytestmark = pytest.mark.etcd
 
@@ -97,7 +97,7 @@ async def _round(h: Harness, agent: Agent) -> None:
     agent.observe()
     report = agent.build_report()
     h.clock.advance(TRANSIT)
-    reply = await h.clusters.report(agent.cluster, report)
+    reply = await h.clusters.report(agent.cluster, arrived(report))
     agent.handle_reply(report, reply)
     agent.schedule()
     await h.service.follow()

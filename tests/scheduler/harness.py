@@ -1,7 +1,8 @@
 """The real scheduler service on a real store, with simulated member clusters and a manual clock.
 
 Each simulated cluster is a real ``Agent`` (tracker, local session, simulated backend) whose report
-goes straight to the federation's ``ClusterService`` instead of over HTTP. ``tick`` moves time and
+goes straight to the federation's ``ClusterService`` instead of over HTTP (its wire body validated, as the
+API does: ``arrived``). ``tick`` moves time and
 runs one round: agents report, the scheduler catches up and cycles, agents act on the replies.
 """
 
@@ -14,13 +15,19 @@ from federation.clusters import ClusterService
 from federation.config import FederationConfig
 from federation.jobs import JobRepository, expand
 from federation.models import JobManifest, JobRecord, QueueTreeConfig
-from federation.models.cluster import JoinRequest
+from federation.models.agent_report import PlainClusterReport, to_wire
+from federation.models.cluster import ClusterReport, JoinRequest
 from federation.scheduler.service import SchedulerService
 from federation.store import Store
 from member_agent.agent import Agent
 from member_agent.backends.simulated import SimulatedBackend
 from member_agent.local_scheduler import LocalScheduler
 from policies.clock import Clock, ManualClock
+
+
+def arrived(report: PlainClusterReport) -> ClusterReport:
+    """An agent's report as the federation's API takes it in: its JSON body validated."""
+    return ClusterReport.model_validate(to_wire(report))
 
 
 class Harness:
@@ -97,7 +104,7 @@ class Harness:
             agent.keep_lease()  # cut off: its reports never arrive; past its lease it stops its runs
             return
         report = agent.build_report()
-        reply = await self.clusters.report(agent.cluster, report)
+        reply = await self.clusters.report(agent.cluster, arrived(report))
         agent.handle_reply(report, reply)
         agent.schedule()
 

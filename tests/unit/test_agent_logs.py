@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from federation.models.agent_report import to_wire
 from federation.models.cluster import ClusterReport, ReportReply
 from federation.models.logs import MAX_CHUNKS_PER_REPORT, LogAck, LogLimits
 from federation.store import MemoryStore
@@ -28,7 +29,7 @@ async def round_trip(api: Api, agent: Agent, credential: str) -> ReportReply:
     report = agent.build_report()
     assert sum(chunk.size() for chunk in report.logs) <= REPORT_LIMIT
     response = await api.http.post(
-        f"/v1/clusters/{agent.cluster}/report", json=report.model_dump(mode="json"), headers=bearer(credential)
+        f"/v1/clusters/{agent.cluster}/report", json=to_wire(report), headers=bearer(credential)
     )
     assert response.status_code == 200, response.text
     reply = ReportReply.model_validate(response.json())
