@@ -260,7 +260,7 @@ def changing_reports(state: FederationState, per_cycle: int) -> Callable[[], Non
             if running:
                 job, epoch, end = running[0]
                 running[0] = (job, epoch, (end or NOW) + next(shift))
-            state.set_latest(view.name, LatestReport.model_construct(time=NOW, nodes=view.nodes, running=running))
+            state.set_latest(view.name, LatestReport.model_construct(time=NOW, nodes=list(view.nodes), running=running))
 
     return report
 

@@ -170,7 +170,7 @@ async def _agents(
             if run.pop("new", False)
         ]
         free = nodes - len(held)
-        body = {
+        body: dict[str, Any] = {
             "nodes": [
                 {
                     "name": f"{name}-n",

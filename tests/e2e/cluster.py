@@ -127,7 +127,9 @@ class Federation:
             return job if job["state"] in states else None
 
         try:
-            return wait_until(reached, timeout, f"job {job_id} to reach {sorted(states)}", interval=0.1)
+            job = wait_until(reached, timeout, f"job {job_id} to reach {sorted(states)}", interval=0.1)
+            assert job is not None  # wait_until returns the first truthy answer
+            return job
         except TimeoutError as exc:
             logs = "\n".join(f"--- {n}\n{a.log(2000)}" for n, a in self.agents.items())
             details = f"job is {self.admin.job(job_id)}\n{logs}\n--- server\n{self.server.log(2000)}"
