@@ -36,6 +36,7 @@ from collections.abc import Callable
 from functools import cache
 from itertools import count, cycle
 from pathlib import Path
+from typing import cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -260,7 +261,10 @@ def changing_reports(state: FederationState, per_cycle: int) -> Callable[[], Non
             if running:
                 job, epoch, end = running[0]
                 running[0] = (job, epoch, (end or NOW) + next(shift))
-            state.set_latest(view.name, LatestReport.model_construct(time=NOW, nodes=list(view.nodes), running=running))
+            state.set_latest(
+                view.name,
+                LatestReport.model_construct(time=NOW, nodes=cast(list[NodeReport], list(view.nodes)), running=running),
+            )
 
     return report
 
