@@ -128,8 +128,8 @@ class Fedq:
 _BUILD_PARSER = fedq_cli.build_parser
 
 
-def _parser_with_report() -> argparse.ArgumentParser:
-    parser = _BUILD_PARSER()
+def _parser_with_report(command: str | None = None) -> argparse.ArgumentParser:
+    parser = _BUILD_PARSER(command)
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     if "report" not in commands.choices:
         report.register(commands, common_options())
