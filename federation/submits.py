@@ -72,6 +72,11 @@ class Unpublished(StoreUnavailable):
     the federation publishes them once the store is back (a retry with its key answers its ids then)."""
 
 
+class GuardFailed(Exception):
+    """What the request was checked against (the queue tree) changed before its commit: nothing was
+    written; check it again against the new one."""
+
+
 @dataclass(frozen=True)
 class Request:
     """One submit: its id in the store, whether a client key names it, and its fingerprint."""
@@ -119,15 +124,18 @@ class Submits:
                 return None
         raise InProgress(request.id)
 
-    async def submit(self, request: Request, records: Sequence[JobRecord], answer: dict[str, Any]) -> None:
+    async def submit(
+        self, request: Request, records: Sequence[JobRecord], answer: dict[str, Any], guard: Compare | None = None
+    ) -> None:
         """Write ``records`` all or none; raises having made nothing visible, except ``OutcomeUnknown``
         (the answer of the txn that makes them visible was lost) and ``Unpublished``. A request that
-        fits one txn is that txn; a larger one is staged, committed and published."""
+        fits one txn is that txn; a larger one is staged, committed and published. ``guard``: what the
+        request was checked against holds in the txn that makes it visible, or ``GuardFailed``."""
         await self.sweep()
         items = [(record, record.to_bytes()) for record in records]
         ops = [op for record, raw in items for op in write_ops(record, raw)]
         if len(ops) < self._store.max_txn_ops and payload_bytes(ops) <= MAX_BATCH_BYTES:
-            await self._at_once(request, ops, answer)
+            await self._at_once(request, ops, answer, guard)
             return
         journal = {
             "fingerprint": request.fingerprint,
@@ -150,21 +158,26 @@ class Submits:
         committed = json.dumps({**journal, "state": "committed"}).encode()
         try:
             commit = await self._store.txn(
-                [Compare.mod_revision(opened, "==", start.revision)], [Op.put(opened, committed)], []
+                [Compare.mod_revision(opened, "==", start.revision), *([guard] if guard else [])],
+                [Op.put(opened, committed)],
+                [],
             )
         except StoreUnavailable as exc:
             self._swept = float("-inf")
             raise OutcomeUnknown(str(exc)) from exc
+        if not commit.succeeded and guard is not None and not await self._holds(guard):
+            await self._forget(request.id, start.revision)
+            raise GuardFailed(guard.key)
         if not commit.succeeded:
             raise StoreUnavailable("the submit took too long and was dropped; nothing was written, try again")
         await self._published(request.id, KeyValue(opened, committed, commit.revision, commit.revision, 2), items)
 
-    async def _at_once(self, request: Request, ops: list[Op], answer: dict[str, Any]) -> None:
+    async def _at_once(self, request: Request, ops: list[Op], answer: dict[str, Any], guard: Compare | None) -> None:
         """One txn: the jobs, and for a keyed request its answer, guarded by no other attempt holding the key."""
-        compares: list[Compare] = []
+        compares: list[Compare] = [guard] if guard else []
         if request.keyed:
             opened, done = keys.open_submit(request.id), keys.done_submit(request.id)
-            compares = [Compare.missing(opened), Compare.missing(done)]
+            compares += [Compare.missing(opened), Compare.missing(done)]
             lease = await self._store.grant(IDEMPOTENCY_TTL)
             body = {"fingerprint": request.fingerprint, "answer": answer}
             ops = [*ops, Op.put(done, json.dumps(body).encode(), lease)]
@@ -172,8 +185,14 @@ class Submits:
             result = await self._store.txn(compares, ops, [])
         except StoreUnavailable as exc:
             raise OutcomeUnknown(str(exc)) from exc
+        if not result.succeeded and guard is not None and not await self._holds(guard):
+            raise GuardFailed(guard.key)
         if not result.succeeded:
             raise InProgress(request.id)
+
+    async def _holds(self, guard: Compare) -> bool:
+        """Whether a failed txn's ``guard`` (a key's mod revision) still holds: if so, something else failed it."""
+        return (await self._store.txn([guard], [], [])).succeeded
 
     async def sweep(self, every: float = SWEEP_EVERY, *, patient: bool = False) -> None:
         """Drop abandoned staged requests and finish committed ones, at most every ``every``.

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 from collections import Counter
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request
@@ -14,14 +16,16 @@ from federation.api.deps import Caller, State, audited, read_document
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid, summary
 from federation.api.routes_watch import STREAM_RESPONSES, EventStream, WatchRequest, watch_listing, watch_request
 from federation.api.schema import JobBatch, request_body
+from federation.api.state import ServerState
 from federation.api.views import Cancelled, Explanation, JobDetail, JobPage, Submitted
 from federation.auth import Principal, Role
 from federation.explain import explain
 from federation.jobs import Conflict, NotFound, StoredJob, expand, index_ranges
 from federation.lifecycle import Cancel, Hold, transition
 from federation.models import JobManifest, JobRecord, JobState, QueueTree
-from federation.quotas import OverQuota, usage_of
-from federation.submits import MAX_KEY_LENGTH, InProgress, KeyReused, OutcomeUnknown, Unpublished
+from federation.quotas import OverQuota, Usage, usage_of
+from federation.store import Compare
+from federation.submits import MAX_KEY_LENGTH, GuardFailed, InProgress, KeyReused, OutcomeUnknown, Unpublished
 from federation.submits import Request as SubmitRequest
 from federation.waits import SchedulerView, wait_of
 from federation.watch import Listing
@@ -154,9 +158,50 @@ async def submit(
     if replayed is not None:
         return replayed
     documents, bulk = _documents(doc, state.config.api.max_jobs_per_request)
+    # Checked against the tree this replica holds, unread, and written only if it is still the stored one;
+    # a refusal, or a tree that moved before the write, is checked again against the tree read afresh.
+    kept = state.queues.held()
+    if kept is not None:
+        try:
+            prepared = await _prepare(state, who, owner, documents, bulk, kept[0], hold, allow_unschedulable)
+        except ApiError:
+            prepared = None
+        if prepared is not None:
+            with contextlib.suppress(GuardFailed):
+                return await _write(state, attempt, owner, prepared, kept[1])
     tree = await state.queues.get()
-    if tree is None:
+    fresh = state.queues.held()
+    if tree is None or fresh is None:
         raise ApiError(409, "the federation has no queues yet: an admin must run `fedq queues apply FILE`")
+    prepared = await _prepare(state, who, owner, documents, bulk, tree, hold, allow_unschedulable)
+    try:
+        return await _write(state, attempt, owner, prepared, fresh[1])
+    except GuardFailed:
+        raise ApiError(
+            503, "the queue tree changed while this request was checked; nothing was written: submit again"
+        ) from None
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A request checked against a queue tree: its records, its answer, what it adds to the tenant's usage."""
+
+    records: list[JobRecord]
+    answer: dict[str, Any]
+    adding: Usage
+
+
+async def _prepare(
+    state: ServerState,
+    who: Principal,
+    owner: str,
+    documents: list[Any],
+    bulk: bool,
+    tree: QueueTree,
+    hold: bool,
+    allow_unschedulable: bool,
+) -> _Prepared:
+    """Every check of a submit against ``tree`` (nothing is written): an ApiError refuses it."""
     prefixes = [f"jobs[{number}]." if bulk else "" for number in range(len(documents))]
     manifests = [
         validated(document, owner, tree, state, prefix) for document, prefix in zip(documents, prefixes, strict=True)
@@ -185,8 +230,15 @@ async def submit(
         answer = {"id": records[0].array_id, "ids": [record.id for record in records]}
     else:
         answer = {"id": records[0].id}
+    return _Prepared(records, answer, adding)
+
+
+async def _write(
+    state: ServerState, attempt: SubmitRequest, owner: str, prepared: _Prepared, guard: Compare
+) -> dict[str, Any]:
+    """Write a prepared request if ``guard`` (its tree is the stored one) holds; ``GuardFailed`` if not."""
     try:
-        await state.submits.submit(attempt, records, answer)
+        await state.submits.submit(attempt, prepared.records, prepared.answer, guard)
     except InProgress as exc:
         raise _key_refused(exc) from None
     except Unpublished as exc:
@@ -197,11 +249,11 @@ async def submit(
             "the store failed while this request was being committed: it may yet be accepted; retry with the "
             "same Idempotency-Key to learn its outcome (without one, list your jobs before submitting again)",
         ) from None
-    state.budget.wrote(adding.bytes)
-    state.usage.accepted(owner, adding)
-    for queue, count in Counter(record.queue for record in records).items():
+    state.budget.wrote(prepared.adding.bytes)
+    state.usage.accepted(owner, prepared.adding)
+    for queue, count in Counter(record.queue for record in prepared.records).items():
         state.metrics.submitted.labels(queue=queue).inc(count)
-    return answer
+    return prepared.answer
 
 
 def validated(document: Any, owner: str, tree: QueueTree, state: State, prefix: str = "") -> JobManifest:

@@ -22,7 +22,7 @@ from federation.jobs import JobRepository
 from federation.models import QueueTree, QueueTreeConfig
 from federation.quotas import QuotaLedger, StoreBudget
 from federation.reports.facts import JobFacts, load_job_facts
-from federation.store import Store
+from federation.store import Compare, Store
 from federation.submits import Submits
 from federation.waits import StatusCache
 from federation.watch import Hubs, WatchLimiter
@@ -77,6 +77,13 @@ class QueueTreeCache:
                 raise UnreadableTree(exc) from None
             self._revision = kv.mod_revision
         return self._tree
+
+    def held(self) -> tuple[QueueTree, Compare] | None:
+        """The tree last read, unread again, with the guard that it is still the stored one: a submit is
+        checked against it and the guard goes into the txn that writes the jobs (``Submits.submit``)."""
+        if self._tree is None:
+            return None
+        return self._tree, Compare.mod_revision(keys.QUEUES, "==", self._revision)
 
     async def apply(self, config: QueueTreeConfig) -> QueueTree:
         await self._store.put(keys.QUEUES, config.model_dump_json(by_alias=True).encode())
