@@ -54,13 +54,15 @@ class LeaderElection:
         return True
 
     async def renew(self) -> bool:
-        """Keep the lease alive; False (and no longer leader) if it has expired meanwhile."""
+        """Keep the lease alive (its keeper does, where there is one); False (and no longer leader) if it has
+        expired meanwhile or the key is no longer ours."""
         if self._lease is None:
             return False
         try:
-            if self._keeper is not None and self._keeper.lost:
+            if self._keeper is None:
+                await self.store.keepalive(self._lease)
+            elif self._keeper.lost:
                 raise LeaseNotFound("the lease keeper found the lease gone")
-            await self.store.keepalive(self._lease)
             holder = await self.store.get(keys.LEADER)
         except LeaseNotFound:
             holder = None
