@@ -10,7 +10,6 @@ clock (the one it judges clusters by); its numbers stay epoch seconds for client
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from federation import capabilities, keys
@@ -19,7 +18,7 @@ from federation.explain_waits import waiting_on, waits_summary
 from federation.jobs import JobRepository
 from federation.models import JobRecord, JobState
 from federation.store import Store, count_many
-from federation.waits import SchedulerView, wait_of
+from federation.waits import StatusCache, wait_of
 from policies.format import format_labels, format_when
 
 QUEUED = (JobState.PENDING, JobState.RESERVED, JobState.UNSCHEDULABLE)
@@ -77,19 +76,20 @@ async def explain(
     store: Store,
     jobs: JobRepository,
     clusters: ClusterService,
+    published: StatusCache,
     record: JobRecord,
     lost_after: float,
     viewer: str | None = None,
 ) -> dict[str, Any]:
     """Why ``record`` waits, as ``viewer`` may see it: a tenant (None: an admin) sees other tenants'
-    reservations without their job ids, as it cannot read those jobs either."""
+    reservations without their job ids, as it cannot read those jobs either. ``published``: the leader's
+    status, read only for a queued job."""
     out: dict[str, Any] = {"id": record.id, "state": record.state.value, "queue": record.queue, "tenant": record.tenant}
     if not record.state.queued:
         out["summary"] = f"the job is {record.state.value}" + (f" on {record.cluster}" if record.cluster else "")
         return out
-    kv = await store.get(keys.STATUS)
-    status = json.loads(kv.value) if kv is not None else {}
-    view = SchedulerView.of(status)
+    view = await published.get()
+    status = view.status
     held_whole = view.queue_reason(record.queue)
     raw = view.reasons.get(record.id) or ([] if held_whole is None else [held_whole])
     reasons = [{"code": c, "source": s, "message": m, "policy": POLICY.get(c, c)} for c, s, m in raw]

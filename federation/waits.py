@@ -87,6 +87,8 @@ class SchedulerView:
     throttled: dict[str, list[Any]] = field(default_factory=dict)
     behind: frozenset[str] = frozenset()
     """Jobs of the line after the first that waits for room: that one's room comes first (Priority)."""
+    status: Mapping[str, Any] = field(default_factory=dict)
+    """The whole status as published (``explain`` reads its line and whether the loop is failing)."""
 
     @classmethod
     def of(cls, status: Mapping[str, Any]) -> SchedulerView:
@@ -109,6 +111,7 @@ class SchedulerView:
             status.get("dependency_all", True),
             status.get("throttled", {}),
             frozenset(line[first + 1 :]),
+            status,
         )
 
     def queue_reason(self, queue: str) -> list[str] | None:

@@ -159,14 +159,16 @@ async def submit(
         return replayed
     documents, bulk = _documents(doc, state.config.api.max_jobs_per_request)
     # Checked against the tree this replica holds, unread, and written only if it is still the stored one;
-    # a refusal, or a tree that moved before the write, is checked again against the tree read afresh.
+    # a refusal against a tree that is no longer the stored one, or a tree that moved before the write,
+    # is checked again against the tree read afresh.
     kept = state.queues.held()
     if kept is not None:
         try:
             prepared = await _prepare(state, who, owner, documents, bulk, kept[0], hold, allow_unschedulable)
         except ApiError:
-            prepared = None
-        if prepared is not None:
+            if await state.queues.get() is kept[0]:  # the stored tree refused it: no second check
+                raise
+        else:
             with contextlib.suppress(GuardFailed):
                 return await _write(state, attempt, owner, prepared, kept[1])
     tree = await state.queues.get()
@@ -458,7 +460,7 @@ async def explain_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
     stored = await _owned(state, who, job_id)
     viewer = who.name if who.role is Role.TENANT else None
     return await explain(
-        state.store, state.jobs, state.clusters, stored.record, state.config.cluster.lost_after, viewer
+        state.store, state.jobs, state.clusters, state.status, stored.record, state.config.cluster.lost_after, viewer
     )
 
 
