@@ -22,6 +22,11 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from federation.config import ApiLimits
 from policies.units import format_duration
 
+LINGER = 1.0
+"""Seconds a connection answered 408 stays open, its input read and dropped, before it closes: closed at
+once, a byte the client sends next makes the kernel reset the connection, and the client's own kernel
+may drop the 408 it had not read yet (Apache's lingering close, for the same reason)."""
+
 
 @dataclass(frozen=True)
 class Guards:
@@ -62,6 +67,7 @@ class GuardedH11Protocol(H11Protocol):
         self._early: list[bytes] = []  # TLS 1.3: a request may come with the handshake's last message
         self._phase: str | None = None  # what the timer waits for: "head" or "body"
         self._timer: asyncio.TimerHandle | None = None
+        self._lingering = False  # answered 408: what comes is dropped until the connection closes
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -104,6 +110,8 @@ class GuardedH11Protocol(H11Protocol):
             super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self._lingering:
+            return
         if not self._serving:
             self._early.append(data)  # before start_tls has returned: served with the rest
             return
@@ -140,16 +148,21 @@ class GuardedH11Protocol(H11Protocol):
         self._timer, self._phase = None, None
 
     def _late(self) -> None:
-        """The client took too long: a 408 if nothing was answered yet, then the connection closes (the
-        app reading the body sees the client gone)."""
+        """The client took too long: a 408 if nothing was answered yet, then the connection closes, after
+        ``LINGER`` if it was answered (the app reading the body sees the client gone)."""
         phase, self._timer, self._phase = self._phase, None, None
         if self.transport.is_closing():
             return
         if phase == "head":
-            self.transport.write(_timed_out("the request's headers", "api.headerTimeout", self.guards.header_timeout))
+            answer = _timed_out("the request's headers", "api.headerTimeout", self.guards.header_timeout)
         elif self.cycle is not None and not self.cycle.response_started:
-            self.transport.write(_timed_out("the request's body", "api.bodyTimeout", self.guards.body_timeout))
-        self.transport.close()
+            answer = _timed_out("the request's body", "api.bodyTimeout", self.guards.body_timeout)
+        else:
+            self.transport.close()
+            return
+        self.transport.write(answer)
+        self._lingering = True
+        self.loop.call_later(LINGER, self.transport.close)
 
 
 def guarded(guards: Guards) -> type[GuardedH11Protocol]:
