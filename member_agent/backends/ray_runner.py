@@ -110,7 +110,10 @@ class TaskRunner:
         """``log_limit``: bytes of output kept (both streams) until read; the rest is counted, not kept."""
         self._lock = threading.Lock()
         self._done = threading.Event()
-        self._tail: deque[str] = deque(maxlen=max(log_tail_lines, 0))
+        self._tail_lines = max(log_tail_lines, 0)
+        # Each stream's own last lines: two pipes read by two threads have no order between them, so the
+        # tail is stdout's last lines then stderr's (which holds what a failure says, so it comes whole).
+        self._tails: dict[str, deque[str]] = {name: deque(maxlen=self._tail_lines) for name in STREAMS}
         self._log_limit = log_limit
         self._kept = 0
         self._output: dict[str, deque[tuple[float, str]]] = {name: deque() for name in STREAMS}
@@ -222,7 +225,7 @@ class TaskRunner:
 
     def _keep(self, name: str, line: str) -> None:
         with self._lock:
-            self._tail.append(line)
+            self._tails[name].append(line)
             if self._log_limit is not None:
                 self._kept += len(line.encode()) + 1
                 self._output[name].append((time.time(), line))
@@ -243,5 +246,11 @@ class TaskRunner:
 
     def _snapshot(self) -> RunState:
         state: dict[str, Any] = dict(self._state)
-        state["log_tail"] = "\n".join(self._tail)
+        state["log_tail"] = "\n".join(self._last_lines())
         return state  # type: ignore[return-value]
+
+    def _last_lines(self) -> list[str]:
+        """The last ``log_tail_lines`` lines: stderr's, and before them as many of stdout's as fit."""
+        errors = list(self._tails["stderr"])
+        room = self._tail_lines - len(errors)
+        return [*(list(self._tails["stdout"])[-room:] if room > 0 else []), *errors]
