@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from contextlib import aclosing
+from functools import partial
 from time import perf_counter
 from typing import Any
 
@@ -20,7 +22,7 @@ import structlog
 from federation import keys
 from federation.accounting import Accountant
 from federation.accounting.feed import UsageFeed
-from federation.collector import keep_long_lived
+from federation.collector import loading
 from federation.config import FederationConfig
 from federation.leader import LeaderElection
 from federation.lifecycle import usage
@@ -41,6 +43,7 @@ from policies.clock import Clock
 log = structlog.get_logger("fedq.scheduler")
 
 DEBOUNCE = 0.05
+LOAD_ATTEMPTS = 3  # reads of the store a compaction may cut short before a load gives up
 
 
 class NotFollowing(RuntimeError):
@@ -96,25 +99,51 @@ class SchedulerService:
         than the saved one; the job changes it missed are counted from the store's history (or, if
         that is compacted, from the loaded jobs' starts and ends).
         """
+        # The loaded state lives as long as the process follows the store (``loading``).
+        with loading():
+            for attempt in range(1, LOAD_ATTEMPTS + 1):
+                try:
+                    state, revision = await self._read()
+                    break
+                except CompactedError:
+                    if attempt == LOAD_ATTEMPTS:
+                        raise
+        self.state = state
+        self.applied_revision = revision
+        self.committer = Committer(self.store, state, self._fence)
+        self.port = StorePort(self.committer, lambda record: self.feed.apply(usage(record)))
+        self._watch = asyncio.create_task(self._follow(revision + 1))
+        self._release_syncs()  # a reload after a dead watch holds every write up to its snapshot
+        log.info("scheduler state loaded", jobs=len(state.entries), pending=len(state.pending))
+
+    async def _read(self) -> tuple[FederationState, int]:
+        """A state built from the store page by page as etcd serves them, and its revision.
+
+        Leading, the job changes the accounting missed are counted from the history (up to the read's
+        revision, known from its first page) before any record is applied, so that applying them
+        counts only what the history did not. A read a compaction cuts short leaves the accounting as
+        counted so far, with ``applied_revision`` moved to match, for the next read to go on from."""
         state = FederationState()
         counted, applied = self.accountant.running(), self.applied_revision
-        snapshot = await self.store.snapshot(keys.FOLLOWED_FROM, end=keys.FOLLOWED_TO)
-        replayed = self.leading and await self.feed.replay(applied, lambda: snapshot.revision)
-        for kv in snapshot.kvs:
-            self._apply_kv(state, kv)
+        revision: int | None = None
+        replayed = False
+        try:
+            async with aclosing(self.store.pages(keys.FOLLOWED_FROM, end=keys.FOLLOWED_TO)) as pages:
+                async for page in pages:
+                    if revision is None:
+                        revision = page.revision
+                        replayed = self.leading and await self.feed.replay(applied, partial(int, revision))
+                    for kv in page.kvs:
+                        self._apply_kv(state, kv)
+        except CompactedError:
+            if replayed:
+                self.applied_revision = self.feed.counted_to
+            raise
+        assert revision is not None  # a range read always answers a first page
         state.settle()
         if self.leading and not replayed:
             await self.feed.catch_up(state, counted, applied)
-        # The loaded state lives as long as the process follows the store: keep it out of the cyclic
-        # collector's full passes, which would otherwise walk every pending job again and again.
-        keep_long_lived()
-        self.state = state
-        self.applied_revision = snapshot.revision
-        self.committer = Committer(self.store, state, self._fence)
-        self.port = StorePort(self.committer, lambda record: self.feed.apply(usage(record)))
-        self._watch = asyncio.create_task(self._follow(snapshot.revision + 1))
-        self._release_syncs()  # a reload after a dead watch holds every write up to its snapshot
-        log.info("scheduler state loaded", jobs=len(state.entries), pending=len(state.pending))
+        return state, revision
 
     async def _follow(self, revision: int) -> None:
         """Apply the store's changes as they come; if the watch ends, drop the state so it is reloaded.

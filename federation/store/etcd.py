@@ -43,7 +43,12 @@ from federation.store.types import (
 
 log = structlog.get_logger(__name__)
 
-DEFAULT_PAGE_SIZE = 5_000
+DEFAULT_PAGE_SIZE = 50_000
+"""Keys a range page asks for at most. etcd 3.5 counts every key from a page's start to the range's
+end to answer it, so a read of N keys in pages of P walks about N**2 / 2P keys: at 1,000,000 jobs,
+pages of 5,000 made etcd spend 11 s of CPU on a 15 s read, pages of 30,000 3.5 s of a 7 s one."""
+FIRST_PAGE = 1_000
+"""Keys the first page asks for, before the mean size of a key is known."""
 PAGE_BYTES = 8 * 1024 * 1024
 """What one range page aims to carry, well under the receive limit below."""
 _MAX_RECEIVE_BYTES = 64 * 1024 * 1024
@@ -352,37 +357,67 @@ class EtcdStore:
         with mapped_errors():
             return await self._rpc.unary(method, request, retry=retry)
 
+    def pages(self, prefix: str, *, end: str | None = None) -> AsyncGenerator[StoreSnapshot, None]:
+        """``snapshot``'s keys page by page at one revision, each next page asked for before this one is
+        handed over: a caller that works on a page (a cold load parsing records) does so while etcd
+        serves the next. A compaction that overtakes the read raises ``CompactedError``: read again."""
+        return self._pages(prefix, 0, end)
+
     async def _paged_range(self, prefix: str, limit: int, until: str | None) -> StoreSnapshot:
+        found: list[KeyValue] = []
+        revision = 0
+        async for page in self._pages(prefix, limit, until):
+            revision = page.revision
+            found.extend(page.kvs)
+        return StoreSnapshot(revision, found)
+
+    async def _pages(self, prefix: str, limit: int, until: str | None) -> AsyncGenerator[StoreSnapshot, None]:
         """Pages sized by keys and by bytes: each page asks for as many keys as fit ``PAGE_BYTES`` at the
-        mean size of the keys read so far, and a page over gRPC's receive limit is asked again at half
-        its keys, so large records (up to ``api.maxRecordBytes`` each) never make a range unreadable."""
+        mean size of the keys read so far (a page over gRPC's receive limit is asked again smaller,
+        ``_range_page``), so large records (up to ``api.maxRecordBytes`` each) never make a range unreadable."""
         start = self._key(prefix)
         end = range_end(start) if until is None else self._key(until)
         revision = 0
-        found: list[KeyValue] = []
-        fits = self._page_size  # keys per page at the sizes seen so far
-        read_bytes = 0
+        read_keys = read_bytes = 0
+        first = min(self._page_size, limit or FIRST_PAGE)
+        ahead = asyncio.ensure_future(self._range_page(start, end, first, revision))
+        try:
+            while True:
+                response = await ahead
+                revision = revision or int(response.header.revision)
+                kvs = [self._record(raw) for raw in response.kvs]
+                read_keys += len(kvs)
+                if not response.more or not kvs or (limit and read_keys >= limit):
+                    yield StoreSnapshot(revision, kvs)
+                    return
+                read_bytes += sum(len(raw.key) + len(raw.value) for raw in response.kvs)
+                fits = max(1, min(self._page_size, PAGE_BYTES * read_keys // max(read_bytes, 1)))
+                page = fits if not limit else min(fits, limit - read_keys)
+                start = response.kvs[-1].key + b"\0"
+                ahead = asyncio.ensure_future(self._range_page(start, end, page, revision))
+                yield StoreSnapshot(revision, kvs)
+        finally:
+            if not ahead.done():
+                ahead.cancel()
+                await asyncio.wait([ahead])  # ends the read ahead before the caller goes on
+            if not ahead.cancelled():
+                ahead.exception()  # a page read ahead that nobody awaits now: its error is not news
+
+    async def _range_page(self, start: bytes, end: bytes, page: int, revision: int) -> Any:
+        """One range page; asked again at half its keys while it is over gRPC's receive limit."""
         while True:
-            page = fits if not limit else min(fits, limit - len(found))
             request = rpc.RangeRequest(key=start, range_end=end, limit=page, revision=revision)
             with mapped_errors():
                 try:
-                    response = await self._rpc.unary(_RANGE, request, retry=True)
+                    return await self._rpc.unary(_RANGE, request, retry=True)
                 except grpc.aio.AioRpcError as error:
                     details = error.details() or ""
                     if error.code() == grpc.StatusCode.OUT_OF_RANGE and "compacted" in details:
                         raise CompactedError(revision) from error
                     if error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details and page > 1:
-                        fits = max(1, page // 2)
+                        page = max(1, page // 2)
                         continue
                     raise
-            revision = revision or int(response.header.revision)
-            found.extend(self._record(raw) for raw in response.kvs)
-            if not response.more or not response.kvs or (limit and len(found) >= limit):
-                return StoreSnapshot(revision, found)
-            read_bytes += sum(len(raw.key) + len(raw.value) for raw in response.kvs)
-            fits = max(1, min(self._page_size, PAGE_BYTES * len(found) // max(read_bytes, 1)))
-            start = response.kvs[-1].key + b"\0"
 
     def _key(self, key: str) -> bytes:
         return self._prefix + key.encode()

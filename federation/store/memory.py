@@ -92,6 +92,9 @@ class MemoryStore:
         self._begin()
         return StoreSnapshot(self._revision, self._range(prefix, limit, end))
 
+    async def pages(self, prefix: str, *, end: str | None = None) -> AsyncGenerator[StoreSnapshot, None]:
+        yield await self.snapshot(prefix, end=end)
+
     async def put(self, key: str, value: bytes, *, lease: int = 0) -> int:
         result = await self.txn((), (Op.put(key, value, lease),))
         return result.revision

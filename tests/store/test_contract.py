@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from contextlib import aclosing
 
 import pytest
 
@@ -74,6 +75,38 @@ async def test_snapshot_carries_the_revision_it_was_read_at(store: Store) -> Non
 
     assert snapshot.revision == later - 1
     assert [kv.key for kv in snapshot.kvs] == ["s/1"]
+
+
+async def test_pages_read_one_revision_whatever_is_written_between_them(store: Store, range_page_size: int) -> None:
+    """A cold load applies each page as it comes (``SchedulerService._read``) while writes go on: every
+    page must be read at the first page's revision, or the state would mix two moments."""
+    count = 3 * range_page_size + 7
+    items = [(f"p/{i:05d}", b"v0") for i in range(count)]
+    await put_many(store, items)
+    seen: list[KeyValue] = []
+    revisions = set()
+    async with aclosing(store.pages("p/")) as pages:
+        async for page in pages:
+            if not seen:  # between the first page and the rest: a change, a new key, a deletion
+                await store.put(items[-1][0], b"v1")
+                await store.put("p/99999", b"new")
+                await store.delete(items[-2][0])
+            seen += page.kvs
+            revisions.add(page.revision)
+
+    assert [(kv.key, kv.value) for kv in seen] == items
+    assert len(revisions) == 1
+
+
+async def test_leaving_pages_early_leaves_no_read_running(store: Store, range_page_size: int) -> None:
+    await put_many(store, [(f"p/{i:05d}", b"v") for i in range(3 * range_page_size)])
+    before = asyncio.all_tasks()
+    async with aclosing(store.pages("p/")) as pages:
+        async for page in pages:
+            assert page.kvs
+            break
+
+    assert {task for task in asyncio.all_tasks() - before if not task.done()} == set()
 
 
 async def test_cas_on_mod_revision_lets_exactly_one_racing_writer_win(store: Store, other_client: Store) -> None:
