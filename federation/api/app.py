@@ -43,6 +43,7 @@ from federation.models import QueueTreeConfig
 from federation.quotas import QuotaLedger, StoreBudget
 from federation.store import Store
 from federation.submits import Submits
+from federation.tenant_index import ensure_tenant_index
 from federation.ui import routes as ui
 from federation.waits import StatusCache
 from federation.watch import Hubs, WatchLimiter
@@ -90,6 +91,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await ensure_tenant_index(store)
         if queues is not None:
             await state.queues.apply(queues)
         sweeper = asyncio.create_task(sweep_forever(store, logs))

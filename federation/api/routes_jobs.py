@@ -20,7 +20,7 @@ from federation.api.state import ServerState
 from federation.api.views import Cancelled, Explanation, JobDetail, JobPage, Submitted
 from federation.auth import Principal, Role
 from federation.explain import explain
-from federation.jobs import Conflict, NotFound, StoredJob, expand, index_ranges
+from federation.jobs import Conflict, NotFound, StoredJob, expand, index_ranges, index_stops
 from federation.lifecycle import Cancel, Hold, transition
 from federation.models import JobManifest, JobRecord, JobState, QueueTree
 from federation.quotas import OverQuota, Usage, usage_of
@@ -371,10 +371,9 @@ def _resume_after(token: str, filters: tuple[str | None, str | None, str | None]
     return cursor.after
 
 
-async def _listing_ranges(state: State, listed: str | None, queue: str | None) -> list[str]:
+def _listing_ranges(tree: QueueTree | None, listed: str | None, queue: str | None) -> list[str]:
     """The index ranges of a listing: a leaf queue's own; an inner queue's, those of the leaves under it
     (jobs live only in leaves), in key order."""
-    tree = None if queue is None else await state.queues.get()
     node = None if tree is None or queue is None else tree.get(queue)
     if tree is None or node is None or node.is_leaf:
         return index_ranges(listed, queue)
@@ -410,7 +409,8 @@ async def list_jobs(
     if stream.watch:
         paged = limit is not None or token is not None
         return await watch_listing(state, who, stream, Listing(listed, queue, tenant), paged=paged)
-    ranges = await _listing_ranges(state, listed, queue)
+    tree = await state.queues.get()
+    ranges = _listing_ranges(tree, listed, queue)
     after = None if token is None else _resume_after(token, (listed, queue, tenant), ranges)
     page = await state.jobs.summary_page(
         ranges,
@@ -418,6 +418,7 @@ async def list_jobs(
         tenant=tenant,
         limit=limit or state.config.api.page_size,
         max_keys=state.config.api.list_scan_limit,
+        stops=index_stops([leaf.path for leaf in tree.leaves()]) if tree is not None else (),
     )
     view, now = await state.status.get(), state.clock.now()
     for item in page.items:
