@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import bisect
 import json
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -35,7 +34,7 @@ from federation.lifecycle import (
     transition,
 )
 from federation.models import JobManifest, JobRecord, JobSpecBody, JobState
-from federation.store import Compare, Op, RequestTooLarge, Store, count_many, put_many
+from federation.store import Compare, Op, RequestTooLarge, Store, put_many
 from federation.store.bulk import batches
 
 log = structlog.get_logger(__name__)
@@ -304,24 +303,6 @@ class JobRepository:
             raise NotFound(job_id)
         return StoredJob(JobRecord.from_bytes(kv.value), kv.mod_revision)
 
-    async def summaries(self, state: str, queue: str | None = None) -> list[dict[str, Any]]:
-        """Every list view of one state (of one queue) from the index alone (no record reads), for places
-        in line, parsed in a worker thread (a deep queue holds many); pages of the list API come from
-        ``summary_page``."""
-        kvs = await self.store.range(keys.index_prefix(state, queue))
-        return await asyncio.to_thread(lambda: [json.loads(kv.value) for kv in kvs])
-
-    async def counts(self, states: Sequence[str], queues: Sequence[str]) -> dict[str, Counter[str]]:
-        """Jobs per queue and state, counted by the store in the index without reading it: a few txns
-        of counts, not a read of every job: its cost does not grow with the jobs' records."""
-        pairs = [(queue, state) for queue in queues for state in states]
-        found = await count_many(self.store, [keys.index_prefix(state, queue) for queue, state in pairs])
-        out: dict[str, Counter[str]] = {}
-        for (queue, state), count in zip(pairs, found, strict=True):
-            if count:
-                out.setdefault(queue, Counter())[state] = count
-        return out
-
     async def summary_page(
         self,
         ranges: Sequence[str],
@@ -331,6 +312,7 @@ class JobRepository:
         limit: int,
         max_keys: int,
         stops: Sequence[str] = (),
+        empty: Sequence[tuple[str, str]] = (),
     ) -> SummaryPage:
         """Up to ``limit`` list views of ``tenant`` (None: anyone's) from the index ``ranges`` (prefixes in
         key order, see ``index_ranges``), starting after the index key ``after``.
@@ -344,7 +326,8 @@ class JobRepository:
         or not (etcd-io/etcd#16510), so no read runs to the end of the index: each ends at the first of
         ``stops`` (index prefixes: a listing passes each state's and each leaf queue's, which a tree
         names) past its start, or where the last key's queue ends, and a read costs one queue's keys at
-        most, not the store's.
+        most, not the store's. ``empty``: key intervals ``[low, high)``, in order, known to hold no key
+        (a replica's counts say so), which no read visits.
         """
 
         def into(key: str) -> str:
@@ -363,6 +346,10 @@ class JobRepository:
                 continue
             start = first if last is None or last < first else last + "\0"
             while True:
+                for low, high in empty:
+                    start = high if low <= start < high else start
+                if start >= end:
+                    break
                 if read >= max_keys:
                     assert last is not None  # a key was read
                     return SummaryPage(items, back(last))

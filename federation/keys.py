@@ -16,6 +16,9 @@ from __future__ import annotations
 JOBS = "jobs/"
 INDEX = "view/"
 TENANT_INDEX = "tenant-view/"
+INDEX_SYNC = (
+    "view0"  # just past the index (prefix_end of it): what an API replica writes to learn its index watch caught up
+)
 INDEX_VERSION = "config/index-version"  # present once every job has its tenant index entry
 QUEUES = "config/queues"
 TOKENS = "tokens/"

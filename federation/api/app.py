@@ -35,6 +35,7 @@ from federation.audit import AuditLog
 from federation.auth import Role, TokenStore
 from federation.clusters import ClusterService
 from federation.config import FederationConfig
+from federation.index_counts import IndexCounts
 from federation.joblogs.intake import LogIntake
 from federation.joblogs.retention import sweep_forever
 from federation.joblogs.store import LogStore
@@ -87,6 +88,7 @@ def create_app(
         hubs=Hubs(store),
         logs=logs,
         status=StatusCache(store),
+        counts=IndexCounts(store),
     )
 
     @asynccontextmanager
@@ -101,6 +103,7 @@ def create_app(
             sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sweeper
+            await state.counts.close()
 
     app = DocumentedApp(title="fedq", version="0.1.0", lifespan=lifespan)
     app.state.fedq = state

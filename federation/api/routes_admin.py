@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from pydantic import ValidationError
 
+from federation import keys
 from federation.api.deps import AuditEntry, Caller, State, audited, read_document, require_admin
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid
 from federation.api.schema import request_body
@@ -29,8 +30,13 @@ _COUNTED = (
 
 async def _counts(state: State, tree: QueueTree) -> dict[str, Counter[str]]:
     """Unfinished jobs per leaf of ``tree`` and state (jobs are only ever submitted to its leaves)."""
-    leaves = [node.path for node in tree.leaves()]
-    return await state.jobs.counts([job_state.value for job_state in _COUNTED], leaves)
+    pairs = [(node.path, job_state.value) for node in tree.leaves() for job_state in _COUNTED]
+    found = await state.counts.counts([keys.index_prefix(job_state, queue) for queue, job_state in pairs])
+    out: dict[str, Counter[str]] = {}
+    for (queue, job_state), count in zip(pairs, found, strict=True):
+        if count:
+            out.setdefault(queue, Counter())[job_state] = count
+    return out
 
 
 def _node_view(node: QueueNode, counts: dict[str, Counter[str]]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from federation import keys
 from federation.api.dependencies import resolve as resolve_dependencies
 from federation.api.deps import Caller, State, audited, read_document
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid, summary
@@ -381,6 +382,29 @@ def _listing_ranges(tree: QueueTree | None, listed: str | None, queue: str | Non
     return sorted(prefix for leaf in under for prefix in index_ranges(listed, leaf))
 
 
+async def _known_empty(state: State, tree: QueueTree) -> list[tuple[str, str]]:
+    """The index intervals, in key order, this replica's counts say hold no job: each empty state, and in a
+    state whose jobs are all in the tree's leaves, each empty leaf with the gap before it. A listing skips
+    them rather than ask the store about each (a read per state and leaf, about 1 ms each at 1,000,000
+    jobs)."""
+    states = sorted(member.value for member in JobState)
+    leaves = [node.path for node in tree.leaves()]
+    prefixes = [keys.index_prefix(job_state, queue) for job_state in states for queue in (None, *leaves)]
+    found = dict(zip(prefixes, await state.counts.counts(prefixes), strict=True))
+    empty = []
+    after = keys.INDEX  # the end of the state before: no job's key sorts between two states' ranges
+    for job_state in states:
+        whole = keys.index_prefix(job_state)
+        own = sorted(keys.index_prefix(job_state, leaf) for leaf in leaves)
+        if found[whole] == 0:
+            empty.append((after, keys.prefix_end(whole)))
+        elif found[whole] == sum(found[prefix] for prefix in own):  # no job of a queue the tree lost
+            ends = [after, *(keys.prefix_end(prefix) for prefix in own)]
+            empty += [(low, high) for low, high, prefix in zip(ends, ends[1:], own, strict=False) if not found[prefix]]
+        after = keys.prefix_end(whole)
+    return empty
+
+
 @router.get("", response_model=JobPage, responses=STREAM_RESPONSES)
 async def list_jobs(
     state: State,
@@ -419,6 +443,7 @@ async def list_jobs(
         limit=limit or state.config.api.page_size,
         max_keys=state.config.api.list_scan_limit,
         stops=index_stops([leaf.path for leaf in tree.leaves()]) if tree is not None else (),
+        empty=await _known_empty(state, tree) if tree is not None and tenant is None else (),
     )
     view, now = await state.status.get(), state.clock.now()
     for item in page.items:
@@ -461,7 +486,13 @@ async def explain_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
     stored = await _owned(state, who, job_id)
     viewer = who.name if who.role is Role.TENANT else None
     return await explain(
-        state.store, state.jobs, state.clusters, state.status, stored.record, state.config.cluster.lost_after, viewer
+        state.store,
+        state.counts,
+        state.clusters,
+        state.status,
+        stored.record,
+        state.config.cluster.lost_after,
+        viewer,
     )
 
 

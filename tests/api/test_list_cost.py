@@ -18,7 +18,9 @@ from federation.models import JobManifest, JobRecord, JobState
 from federation.quotas import tenant_usage
 from federation.store import Op, Store
 from federation.tenant_index import ensure_tenant_index
+from tests.api.conftest import ApiFactory
 from tests.api.support import Api, job_spec
+from tests.jobflow import advance
 
 QUEUES = ("research.vision", "research.nlp", "scratch.default")
 OTHERS = 600  # bob's jobs in every queue and state
@@ -82,6 +84,7 @@ async def test_the_first_page_walks_one_queue_of_the_index_not_all_of_it(
     print(f"the first page's reads walked {walks.walked} keys (one queue and state holds {largest} at most)")
     assert response.status_code == 200 and len(response.json()["items"]) == 10
     assert max(walks.walked) <= largest, f"a read walked {max(walks.walked)} keys of {OTHERS + ALICES}"
+    assert len(walks.walked) == 1, "the empty states and queues before the first job were read one by one"
 
 
 async def test_a_tenants_whole_listing_walks_its_own_jobs(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -129,3 +132,46 @@ async def test_a_store_from_before_the_tenant_index_gets_it_once(api: Api) -> No
     assert before == []
     assert copied == 3 and sorted(after) == sorted(record.id for record in alices)
     assert await ensure_tenant_index(api.store) == 0
+
+
+async def test_the_queue_view_counts_once_then_follows_the_index(
+    api_on: ApiFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first queue view counts each leaf's ranges in the store; later ones walk no key however many
+    jobs there are, and still count every change since (a submit, jobs moving on)."""
+    async with api_on() as api:
+        await crowded(api)
+        walked: list[int] = []
+        real = api.store.txn
+
+        async def spied(compares: Any, success: Any, failure: Any = ()) -> Any:
+            counted = [op.key for op in success if op.kind == "count"]
+            walked.append(sum([len(await api.store.range(prefix)) for prefix in counted]))
+            return await real(compares, success, failure)
+
+        monkeypatch.setattr(api.store, "txn", spied)
+
+        async def view() -> dict[str, tuple[int, int]]:
+            response = await api.http.get("/v1/queues", headers=api.auth("admin"))
+            assert response.status_code == 200, response.text
+            flat = {}
+            for top in response.json()["queues"]:
+                flat.update({leaf["path"]: (leaf["pending"], leaf["running"]) for leaf in top["children"]})
+            return flat
+
+        first = await view()
+        walked.clear()
+        response = await api.http.post("/v1/jobs", json=job_spec("one-more"), headers=api.auth("alice"))
+        assert response.status_code == 201, response.text
+        again = await view()
+        await advance(JobRepository(api.store), response.json()["id"], JobState.RUNNING, api.clock.now())
+        moved = await view()
+
+        print(f"the first view walked the index; the next two walked {sum(walked)} keys")
+        vision = (OTHERS // 6 + ALICES // 2, OTHERS // 6 + ALICES // 2)
+        assert (first["research.vision"], again["research.vision"], moved["research.vision"]) == (
+            vision,
+            (vision[0] + 1, vision[1]),
+            (vision[0], vision[1] + 1),
+        )
+        assert sum(walked) == 0, f"the next views walked {sum(walked)} keys"
