@@ -15,6 +15,9 @@ each the median of ``--runs``:
 - the queue view (``GET /v1/queues``: unfinished jobs per leaf and state);
 - one ``explain`` of a pending job.
 
+A replica's first listing also counts the index once (``federation/index_counts.py``); it is printed
+on its own, before the figures, which are of requests after it.
+
 Each etcd is stopped before the next size starts. With two sizes or more, a table gives each figure's
 ratio of the largest size to the smallest next to its target (issue 35: within 1.5x from 100,000 to
 1,000,000 jobs). ``--data DIR`` keeps each size's loaded etcd in ``DIR/<jobs>`` and reuses it on the next
@@ -117,6 +120,9 @@ async def measure(args: argparse.Namespace, count: int, work: Path) -> dict[str,
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://fedq", timeout=600) as http:
                 first_params = {"limit": args.limit}
+                started = time.perf_counter()
+                (await http.get("/v1/jobs", params=first_params, headers=admin)).raise_for_status()
+                print(f"  a replica's first request (it counts the index once): {_since(started)}")
                 figures["first page"] = await median_of(
                     args.runs, lambda: http.get("/v1/jobs", params=first_params, headers=admin)
                 )
@@ -147,6 +153,9 @@ async def measure(args: argparse.Namespace, count: int, work: Path) -> dict[str,
 
                 figures["GET /v1/queues"] = await median_of(args.runs, lambda: http.get("/v1/queues", headers=admin))
                 pending = next(item["id"] for item in first if item["state"] == JobState.PENDING.value)
+                started = time.perf_counter()
+                (await http.get(f"/v1/jobs/{pending}/explain", headers=tenant)).raise_for_status()
+                print(f"  the first explain of a queue (it reads that queue's line once): {_since(started)}")
                 figures["explain (a pending job)"] = await median_of(
                     args.runs, lambda: http.get(f"/v1/jobs/{pending}/explain", headers=tenant)
                 )
@@ -157,6 +166,10 @@ async def measure(args: argparse.Namespace, count: int, work: Path) -> dict[str,
     for name, seconds in figures.items():
         print(f"  {name}: {_shown(name, seconds)}")
     return figures
+
+
+def _since(started: float) -> str:
+    return f"{(time.perf_counter() - started) * 1000:.0f} ms"
 
 
 def _shown(name: str, seconds: float) -> str:

@@ -382,6 +382,13 @@ def _listing_ranges(tree: QueueTree | None, listed: str | None, queue: str | Non
     return sorted(prefix for leaf in under for prefix in index_ranges(listed, leaf))
 
 
+def _stops(tree: QueueTree | None, tenant: str | None) -> list[str]:
+    """Where a listing's reads end: at each state, and in the whole index at each leaf queue too. A
+    tenant's own index holds its jobs alone, so a read to its state's end costs its own jobs, and is
+    cheaper than a read per empty queue (about 1 ms each at 1,000,000 jobs)."""
+    return index_stops([leaf.path for leaf in tree.leaves()] if tree is not None and tenant is None else [])
+
+
 async def _known_empty(state: State, tree: QueueTree) -> list[tuple[str, str]]:
     """The index intervals, in key order, this replica's counts say hold no job: each empty state, and in a
     state whose jobs are all in the tree's leaves, each empty leaf with the gap before it. A listing skips
@@ -442,7 +449,7 @@ async def list_jobs(
         tenant=tenant,
         limit=limit or state.config.api.page_size,
         max_keys=state.config.api.list_scan_limit,
-        stops=index_stops([leaf.path for leaf in tree.leaves()]) if tree is not None else (),
+        stops=_stops(tree, tenant),
         empty=await _known_empty(state, tree) if tree is not None and tenant is None else (),
     )
     view, now = await state.status.get(), state.clock.now()
