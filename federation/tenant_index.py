@@ -5,7 +5,8 @@ Every write since that index names both a job's ``view/`` entry and its tenant's
 copies each ``view/`` entry to its twin, once per store (``keys.INDEX_VERSION`` marks it done), each copy
 guarded by the entry's revision: an entry that moved meanwhile was moved by a writer that wrote both.
 Run every API server and scheduler of the new version before it (a writer of the old version writes no
-twin): at 1,000,000 jobs the copy takes about a minute, and the server answers once it is done.
+twin): the server answers once the copy is done, which took 205 s for 1,000,000 jobs on the 2-core
+dev machine (etcd 3.5, 2026-12-04).
 """
 
 from __future__ import annotations
