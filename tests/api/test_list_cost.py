@@ -32,13 +32,18 @@ class Walks:
 
     def __init__(self, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
         self.walked: list[int] = []
-        real = store.snapshot
+        real, whole = store.snapshot, store.range
 
         async def spied(prefix: str, *, limit: int = 0, end: str | None = None) -> Any:
             self.walked.append(len((await real(prefix, end=end)).kvs))
             return await real(prefix, limit=limit, end=end)
 
+        async def ranged(prefix: str, *, limit: int = 0) -> Any:
+            self.walked.append(len(await whole(prefix)))
+            return await whole(prefix, limit=limit)
+
         monkeypatch.setattr(store, "snapshot", spied)
+        monkeypatch.setattr(store, "range", ranged)
 
 
 def records(tenant: str, count: int, queues: tuple[str, ...], now: float) -> list[JobRecord]:
@@ -108,6 +113,32 @@ async def test_a_quota_sum_walks_the_tenants_jobs_not_its_queues(api: Api, monke
     print(f"alice's quota sum ({used.jobs} jobs) walked {sum(walks.walked)} keys")
     assert used.jobs == ALICES and used.tasks == 2 * ALICES
     assert sum(walks.walked) <= ALICES, f"walked {sum(walks.walked)} keys for {ALICES} jobs"
+
+
+async def test_explain_places_a_job_in_its_queue_without_reading_the_queue_again(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job's place in its queue (no leader has published a line) counts the jobs ahead of it by priority
+    and submit time; after the first explain of that queue, later ones read none of it, and still see a
+    job submitted ahead of it since."""
+    alices = await crowded(api)
+    waiting = next(record.id for record in reversed(alices) if record.state is JobState.PENDING)
+
+    async def place() -> int:
+        response = await api.http.get(f"/v1/jobs/{waiting}/explain", headers=api.auth("alice"))
+        assert response.status_code == 200, response.text
+        return int(response.json()["position"]["in_queue"])
+
+    first = await place()
+    urgent = job_spec("urgent", priority=5)
+    assert (await api.http.post("/v1/jobs", json=urgent, headers=api.auth("alice"))).status_code == 201
+    walks = Walks(api.store, monkeypatch)
+    then = await place()
+
+    print(f"in line {first}, then {then} after an urgent submit; the second explain walked {sum(walks.walked)} keys")
+    assert first == ALICES // 2  # its own Pending jobs before it; bob's, made after alice's, are behind
+    assert then == first + 1
+    assert sum(walks.walked) == 0, f"the second explain walked {sum(walks.walked)} keys"
 
 
 async def test_a_store_from_before_the_tenant_index_gets_it_once(api: Api) -> None:
