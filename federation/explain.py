@@ -15,9 +15,9 @@ from typing import Any
 from federation import capabilities, keys
 from federation.clusters import ClusterService
 from federation.explain_waits import waiting_on, waits_summary
-from federation.jobs import JobRepository
+from federation.index_counts import IndexCounts, line_key
 from federation.models import JobRecord, JobState
-from federation.store import Store, count_many
+from federation.store import Store
 from federation.waits import StatusCache, wait_of
 from policies.format import format_labels, format_when
 
@@ -46,15 +46,12 @@ LINE = "the order the last cycle took waiting jobs up in"
 QUEUE_ORDER = "priority and submit time in its queue: not in the last cycle's line"
 
 
-def _line_key(item: dict[str, Any]) -> tuple[float, float, str]:
-    return (-item["priority"], item["submit_time"], item["id"])
-
-
-async def _position(store: Store, jobs: JobRepository, record: JobRecord, line: list[list[str]]) -> dict[str, Any]:
+async def _position(counts: IndexCounts, record: JobRecord, line: list[list[str]]) -> dict[str, Any]:
     """Its place in the last cycle's line if that reached it, else its place in its queue by priority and
-    submit time; the lengths are counted by the store, so this reads one queue's index at most."""
+    submit time; the lengths are the replica's counts (``IndexCounts``), so this reads one queue's index
+    at most."""
     states = [state.value for state in QUEUED]
-    counted = await count_many(store, [keys.index_prefix(state, q) for q in (None, record.queue) for state in states])
+    counted = await counts.counts([keys.index_prefix(state, q) for q in (None, record.queue) for state in states])
     out: dict[str, Any] = {
         "queue_length": sum(counted[len(states) :]),
         "queued": sum(counted[: len(states)]),
@@ -66,15 +63,14 @@ async def _position(store: Store, jobs: JobRepository, record: JobRecord, line: 
             out.update(in_queue=ahead_in_queue + 1, overall=rank, basis=LINE)
             return out
         ahead_in_queue += queue == record.queue
-    mine = _line_key(record.summary())
-    in_queue = [item for state in states for item in await jobs.summaries(state, record.queue)]
-    out.update(in_queue=1 + sum(1 for i in in_queue if _line_key(i) < mine), overall=None, basis=QUEUE_ORDER)
+    ahead = await counts.ahead([keys.index_prefix(state, record.queue) for state in states], line_key(record.summary()))
+    out.update(in_queue=1 + ahead, overall=None, basis=QUEUE_ORDER)
     return out
 
 
 async def explain(
     store: Store,
-    jobs: JobRepository,
+    counts: IndexCounts,
     clusters: ClusterService,
     published: StatusCache,
     record: JobRecord,
@@ -97,7 +93,7 @@ async def explain(
     blocking = [
         _seen_by(viewer, job_id, r) for job_id, r in status.get("reservations", {}).items() if job_id != record.id
     ]
-    out["position"] = await _position(store, jobs, record, status.get("line", []))
+    out["position"] = await _position(counts, record, status.get("line", []))
     out["reasons"] = reasons
     out["reservation"] = reservation
     out["other_reservations"] = blocking

@@ -1,16 +1,17 @@
 """Job records in the store: bulk writes, CAS state transitions, index maintenance (the API's atomic
 submit is ``federation.submits``).
 
-Every state change rewrites the record and moves its ``view/<state>/<queue>/<id>`` index entry in one txn
-guarded by the record's ``mod_revision``, so two writers can never both win and the index never
-disagrees with the record.
+Every state change rewrites the record and moves its ``view/<state>/<queue>/<id>`` index entry and that
+entry's twin in its tenant's index (``index_ops``, the one place both are named) in one txn guarded by
+the record's ``mod_revision``, so two writers can never both win and the index never disagrees with the
+record.
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import json
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -33,7 +34,7 @@ from federation.lifecycle import (
     transition,
 )
 from federation.models import JobManifest, JobRecord, JobSpecBody, JobState
-from federation.store import Compare, Op, RequestTooLarge, Store, count_many, put_many
+from federation.store import Compare, Op, RequestTooLarge, Store, put_many
 from federation.store.bulk import batches
 
 log = structlog.get_logger(__name__)
@@ -100,12 +101,21 @@ def _index_value(record: JobRecord, raw: bytes) -> bytes:
     return pydantic_core.to_json(view)  # compact JSON, about 4x faster than the json module
 
 
+def index_ops(state: str, queue: str, tenant: str, job_id: str, value: bytes | None = None) -> list[Op]:
+    """Put (``value``) or delete (None) a job's index entry and its twin in its tenant's index: every
+    write of the index goes through here, so the two never disagree."""
+    key = keys.job_index(state, queue, job_id)
+    both = (key, keys.tenant_index(tenant, key))
+    return [Op.delete(each) if value is None else Op.put(each, value) for each in both]
+
+
 def write_ops(record: JobRecord, raw: bytes | None = None) -> list[Op]:
-    """The record's put and its index entry's; ``raw``: the record's bytes when they are at hand."""
+    """The record's put and its index entries'; ``raw``: the record's bytes when they are at hand."""
     raw = record.to_bytes() if raw is None else raw
+    value = _index_value(record, raw)
     return [
         Op.put(keys.job(record.id), raw),
-        Op.put(keys.job_index(record.state.value, record.queue, record.id), _index_value(record, raw)),
+        *index_ops(record.state.value, record.queue, record.tenant, record.id, value),
     ]
 
 
@@ -158,8 +168,8 @@ def change_of(stored: StoredJob, outcome: Outcome) -> Change:
     old, new = stored.record, outcome.record
     ops = write_ops(new)
     carry_out(outcome, _Keys(ops))
-    if (old.state, old.queue) != (new.state, new.queue):
-        ops.append(Op.delete(keys.job_index(old.state.value, old.queue, old.id)))
+    if (old.state, old.queue, old.tenant) != (new.state, new.queue, new.tenant):
+        ops += index_ops(old.state.value, old.queue, old.tenant, old.id)
     return Change(new, Compare.mod_revision(keys.job(old.id), "==", stored.revision), ops)
 
 
@@ -178,6 +188,14 @@ class Guarded(Protocol):
 
 
 W = TypeVar("W", bound=Guarded)
+
+
+@dataclass(frozen=True)
+class GuardedWrite:
+    """Any CAS write that is not a job's lifecycle ``Change``: ``ops`` if ``guard`` holds."""
+
+    guard: Compare
+    ops: list[Op]
 
 
 async def commit_batched(
@@ -239,6 +257,12 @@ def index_ranges(state: str | None, queue: str | None) -> list[str]:
     return [keys.index_prefix(value, queue) for value in sorted(member.value for member in JobState)]
 
 
+def index_stops(queues: Sequence[str]) -> list[str]:
+    """Where a listing's reads may end (``JobRepository.summary_page``): at each state's range and at each
+    of ``queues``' ranges within it."""
+    return [keys.index_prefix(member.value, queue) for member in JobState for queue in (None, *queues)]
+
+
 @dataclass(frozen=True)
 class SummaryPage:
     """One page of list views; ``resume_after`` is the last index key read when keys may remain after it."""
@@ -266,7 +290,7 @@ class JobRepository:
             for record in records
             for op in (
                 Op.delete(keys.job(record.id)),
-                Op.delete(keys.job_index(record.state.value, record.queue, record.id)),
+                *index_ops(record.state.value, record.queue, record.tenant, record.id),
             )
         ]
         size = self.store.max_txn_ops  # deletes carry keys alone: the op limit is the only bound
@@ -279,70 +303,77 @@ class JobRepository:
             raise NotFound(job_id)
         return StoredJob(JobRecord.from_bytes(kv.value), kv.mod_revision)
 
-    async def summaries(self, state: str, queue: str | None = None) -> list[dict[str, Any]]:
-        """Every list view of one state (of one queue) from the index alone (no record reads), for places
-        in line, parsed in a worker thread (a deep queue holds many); pages of the list API come from
-        ``summary_page``."""
-        kvs = await self.store.range(keys.index_prefix(state, queue))
-        return await asyncio.to_thread(lambda: [json.loads(kv.value) for kv in kvs])
-
-    async def counts(self, states: Sequence[str], queues: Sequence[str]) -> dict[str, Counter[str]]:
-        """Jobs per queue and state, counted by the store in the index without reading it: a few txns
-        of counts, not a read of every job: its cost does not grow with the jobs' records."""
-        pairs = [(queue, state) for queue in queues for state in states]
-        found = await count_many(self.store, [keys.index_prefix(state, queue) for queue, state in pairs])
-        out: dict[str, Counter[str]] = {}
-        for (queue, state), count in zip(pairs, found, strict=True):
-            if count:
-                out.setdefault(queue, Counter())[state] = count
-        return out
-
     async def summary_page(
-        self, ranges: Sequence[str], *, after: str | None, tenant: str | None, limit: int, max_keys: int
+        self,
+        ranges: Sequence[str],
+        *,
+        after: str | None,
+        tenant: str | None,
+        limit: int,
+        max_keys: int,
+        stops: Sequence[str] = (),
+        empty: Sequence[tuple[str, str]] = (),
     ) -> SummaryPage:
         """Up to ``limit`` list views of ``tenant`` (None: anyone's) from the index ``ranges`` (prefixes in
         key order, see ``index_ranges``), starting after the index key ``after``.
 
-        The read stops once ``limit`` items matched or ``max_keys`` keys were read, so a page costs what
-        it reads, not the size of the index, and a filtered page may be short, even empty, while keys
-        remain (``resume_after`` says where to go on). Each store read asks for what the page still
-        needs at the match rate seen so far, and ends where the last key's queue does: etcd 3.5 walks
-        its in-memory index from a read's start to its end to count the keys there, limit or not
-        (etcd-io/etcd#16510), so a read up to the end of the index would cost a walk over the rest of it.
+        A tenant's views are read from its own index, where every key is one of its jobs, so its page
+        costs its own jobs, not everyone's; positions (``after``, ``resume_after``) stay ``view/`` keys
+        either way. A page reads at most ``max_keys`` keys, and may then be short while keys remain
+        (``resume_after`` says where to go on).
+
+        etcd 3.5 walks its in-memory index from a read's start to its end to count the keys there, limit
+        or not (etcd-io/etcd#16510), so no read runs to the end of the index: each ends at the first of
+        ``stops`` (index prefixes: a listing passes each state's and each leaf queue's, which a tree
+        names) past its start, or where the last key's queue ends, and a read costs one queue's keys at
+        most, not the store's. ``empty``: key intervals ``[low, high)``, in order, known to hold no key
+        (a replica's counts say so), which no read visits.
         """
+
+        def into(key: str) -> str:
+            return key if tenant is None else keys.tenant_index(tenant, key)
+
+        def back(key: str) -> str:
+            return key if tenant is None else keys.untenanted(tenant, key)
+
+        ends = sorted(keys.prefix_end(into(prefix)) for prefix in stops)
         items: list[dict[str, Any]] = []
         read = 0
+        last = None if after is None else into(after)
         for number, prefix in enumerate(ranges):
-            end = keys.prefix_end(prefix)
-            if after is not None and after >= end:
+            first, end = into(prefix), keys.prefix_end(into(prefix))
+            if last is not None and last >= end:
                 continue
-            last = after if after is not None and after > prefix else None
-            start = prefix if last is None else last + "\0"
+            start = first if last is None or last < first else last + "\0"
             while True:
-                bound = end if last is None else min(end, keys.prefix_end(last[: last.rindex("/") + 1]))
+                for low, high in empty:
+                    start = high if low <= start < high else start
+                if start >= end:
+                    break
+                if read >= max_keys:
+                    assert last is not None  # a key was read
+                    return SummaryPage(items, back(last))
+                stop = bisect.bisect_right(ends, start)
+                bound = end if stop == len(ends) else min(end, ends[stop])
+                if last is not None and last >= first:  # an unnamed queue ends where its last key's does
+                    queue_end = keys.prefix_end(last[: last.rindex("/") + 1])
+                    bound = min(bound, queue_end) if queue_end > start else bound
                 need = limit - len(items)
-                want = need + 1 if len(items) == read else need * read // max(len(items), 1) + 1
-                want = min(want, max_keys - read)
+                want = min(need + 1, max_keys - read)  # one more than needed: is anything left after?
                 kvs = (await self.store.snapshot(start, limit=want, end=bound)).kvs
                 read += len(kvs)
+                items += [json.loads(kv.value) for kv in kvs[:need]]
+                if kvs:
+                    last = kvs[:need][-1].key
                 drained = len(kvs) < want  # nothing is left in [start, bound)
-                for position, kv in enumerate(kvs):
-                    item = json.loads(kv.value)
-                    if tenant is not None and item["tenant"] != tenant:
-                        continue
-                    items.append(item)
-                    if len(items) == limit:
-                        final = drained and position == len(kvs) - 1 and bound == end and number == len(ranges) - 1
-                        return SummaryPage(items, None if final else kv.key)
+                if len(items) == limit:
+                    final = drained and bound == end and number == len(ranges) - 1
+                    return SummaryPage(items, None if final else back(kvs[need - 1].key))
                 if not drained:
-                    if read >= max_keys:
-                        return SummaryPage(items, kvs[-1].key)
-                    last = kvs[-1].key
-                    start = last + "\0"
-                elif bound == end:
+                    return SummaryPage(items, back(kvs[-1].key))  # at ``max_keys``
+                if bound == end:
                     break
-                else:
-                    last, start = None, bound
+                start = bound
         return SummaryPage(items, None)
 
     async def apply(self, stored: StoredJob, event: Event, *, now: float) -> StoredJob:

@@ -1,7 +1,9 @@
 """The key layout under the store prefix, in one place so no module invents its own.
 
 ``jobs/<id>`` holds the record; ``view/<state>/<queue>/<id>`` is the index the list API ranges
-over, rewritten in the same txn as every state change.
+over, and ``tenant-view/<tenant>/<state>/<queue>/<id>`` the same entry again under its tenant, so a
+tenant's listing and quota sum read that tenant's jobs only; both are rewritten in the same txn as every
+state change (``federation.jobs.index_ops``).
 
 The scheduler follows one key range, ``[FOLLOWED_FROM, FOLLOWED_TO)``: what it must see (clusters,
 the queue tree, jobs, reports, its own sync key) sorts inside it, and what it never reads (the index,
@@ -13,6 +15,11 @@ from __future__ import annotations
 
 JOBS = "jobs/"
 INDEX = "view/"
+TENANT_INDEX = "tenant-view/"
+INDEX_SYNC = (
+    "view0"  # just past the index (prefix_end of it): what an API replica writes to learn its index watch caught up
+)
+INDEX_VERSION = "config/index-version"  # present once every job has its tenant index entry
 QUEUES = "config/queues"
 TOKENS = "tokens/"
 STATUS = "status/scheduler"  # what the leader publishes for explain; outside what it follows
@@ -44,6 +51,16 @@ def job_index(state: str, queue: str, job_id: str) -> str:
 
 def index_prefix(state: str, queue: str | None = None) -> str:
     return f"{INDEX}{state}/" if queue is None else f"{INDEX}{state}/{queue}/"
+
+
+def tenant_index(tenant: str, key: str) -> str:
+    """A ``view/`` key's twin in ``tenant``'s index: the same state, queue and id after the tenant."""
+    return f"{TENANT_INDEX}{tenant}/{key.removeprefix(INDEX)}"
+
+
+def untenanted(tenant: str, key: str) -> str:
+    """The ``view/`` key of a key in ``tenant``'s index (``tenant_index`` undone)."""
+    return INDEX + key.removeprefix(f"{TENANT_INDEX}{tenant}/")
 
 
 def prefix_end(prefix: str) -> str:

@@ -1,8 +1,9 @@
 """Whether the store may take a submit: the tenant's quota (``quotas:``) and the federation's store
 budget (``store.budgetBytes``), checked before anything is written.
 
-A tenant's usage is summed from the job index (``view/<state>/<queue>/<id>``, whose entries carry
-each job's tasks and record size) over its unfinished jobs in the queues it may use, by ``QuotaLedger``
+A tenant's usage is summed from its own job index (``tenant-view/<tenant>/<state>/<queue>/<id>``, whose
+entries carry each job's tasks and record size) over its unfinished jobs in the queues it may use, so a
+sum reads that tenant's jobs, not everyone's in those queues, by ``QuotaLedger``
 off the submit path. Two submits checked at once may both pass: a tenant can overshoot by a request,
 and by what other replicas accept before the next sum (``USAGE_FRESH_FOR``, ``SUM_SHARE``).
 """
@@ -66,11 +67,12 @@ async def tenant_usage(store: Store, tree: QueueTree, tenant: str) -> Usage:
     request on the replica would wait that long; a page holds it for a few milliseconds."""
     queues = [node.path for node in tree.leaves() if tree.may_submit(tenant, node.path)]
     total = Usage()
-    for prefix in (prefix for queue in queues for state in UNFINISHED for prefix in index_ranges(state, queue)):
+    ranges = (prefix for queue in queues for state in UNFINISHED for prefix in index_ranges(state, queue))
+    for prefix in (keys.tenant_index(tenant, prefix) for prefix in ranges):
         start, end = prefix, keys.prefix_end(prefix)
         while True:
             kvs = (await store.snapshot(start, limit=SUM_PAGE, end=end)).kvs
-            total = total + _sum(kvs, tenant)
+            total = total + _sum(kvs)
             if len(kvs) < SUM_PAGE:
                 break
             start = kvs[-1].key + "\0"
@@ -137,15 +139,13 @@ class QuotaLedger:
             self._since[tenant] = [(number, added) for number, added in self._since.get(tenant, []) if number > after]
 
 
-def _sum(kvs: Sequence[KeyValue], tenant: str) -> Usage:
-    jobs = tasks = size = 0
+def _sum(kvs: Sequence[KeyValue]) -> Usage:
+    tasks = size = 0
     for kv in kvs:
         item = json.loads(kv.value)
-        if item["tenant"] == tenant:
-            jobs += 1
-            tasks += item.get("tasks", 1)  # entries written before quotas carry neither
-            size += item.get("bytes", 0)
-    return Usage(jobs, tasks, size)
+        tasks += item.get("tasks", 1)  # entries written before quotas carry neither
+        size += item.get("bytes", 0)
+    return Usage(len(kvs), tasks, size)
 
 
 def check_quota(tenant: str, quota: Quota, used: Usage, adding: Usage) -> None:

@@ -135,5 +135,5 @@ class UsageFeed:
         a change after revision ``after``."""
         ended = self._ended_runs(state)
         if after is not None:
-            ended |= {job_id for job_id, (_, revision, _, _) in state.finished.items() if revision > after}
+            ended |= {job_id for job_id, (_, revision, *_) in state.finished.items() if revision > after}
         return ended

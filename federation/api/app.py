@@ -35,6 +35,7 @@ from federation.audit import AuditLog
 from federation.auth import Role, TokenStore
 from federation.clusters import ClusterService
 from federation.config import FederationConfig
+from federation.index_counts import IndexCounts
 from federation.joblogs.intake import LogIntake
 from federation.joblogs.retention import sweep_forever
 from federation.joblogs.store import LogStore
@@ -43,6 +44,7 @@ from federation.models import QueueTreeConfig
 from federation.quotas import QuotaLedger, StoreBudget
 from federation.store import Store
 from federation.submits import Submits
+from federation.tenant_index import ensure_tenant_index
 from federation.ui import routes as ui
 from federation.waits import StatusCache
 from federation.watch import Hubs, WatchLimiter
@@ -86,10 +88,12 @@ def create_app(
         hubs=Hubs(store),
         logs=logs,
         status=StatusCache(store),
+        counts=IndexCounts(store),
     )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await ensure_tenant_index(store)
         if queues is not None:
             await state.queues.apply(queues)
         sweeper = asyncio.create_task(sweep_forever(store, logs))
@@ -99,6 +103,7 @@ def create_app(
             sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sweeper
+            await state.counts.close()
 
     app = DocumentedApp(title="fedq", version="0.1.0", lifespan=lifespan)
     app.state.fedq = state

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from federation import keys
 from federation.api.dependencies import resolve as resolve_dependencies
 from federation.api.deps import Caller, State, audited, read_document
 from federation.api.errors import ERROR_RESPONSES, ApiError, invalid, summary
@@ -20,7 +21,7 @@ from federation.api.state import ServerState
 from federation.api.views import Cancelled, Explanation, JobDetail, JobPage, Submitted
 from federation.auth import Principal, Role
 from federation.explain import explain
-from federation.jobs import Conflict, NotFound, StoredJob, expand, index_ranges
+from federation.jobs import Conflict, NotFound, StoredJob, expand, index_ranges, index_stops
 from federation.lifecycle import Cancel, Hold, transition
 from federation.models import JobManifest, JobRecord, JobState, QueueTree
 from federation.quotas import OverQuota, Usage, usage_of
@@ -371,15 +372,44 @@ def _resume_after(token: str, filters: tuple[str | None, str | None, str | None]
     return cursor.after
 
 
-async def _listing_ranges(state: State, listed: str | None, queue: str | None) -> list[str]:
+def _listing_ranges(tree: QueueTree | None, listed: str | None, queue: str | None) -> list[str]:
     """The index ranges of a listing: a leaf queue's own; an inner queue's, those of the leaves under it
     (jobs live only in leaves), in key order."""
-    tree = None if queue is None else await state.queues.get()
     node = None if tree is None or queue is None else tree.get(queue)
     if tree is None or node is None or node.is_leaf:
         return index_ranges(listed, queue)
     under = [leaf.path for leaf in tree.leaves() if leaf.path.startswith(f"{node.path}.")]
     return sorted(prefix for leaf in under for prefix in index_ranges(listed, leaf))
+
+
+def _stops(tree: QueueTree | None, tenant: str | None) -> list[str]:
+    """Where a listing's reads end: at each state, and in the whole index at each leaf queue too. A
+    tenant's own index holds its jobs alone, so a read to its state's end costs its own jobs, and is
+    cheaper than a read per empty queue (about 1 ms each at 1,000,000 jobs)."""
+    return index_stops([leaf.path for leaf in tree.leaves()] if tree is not None and tenant is None else [])
+
+
+async def _known_empty(state: State, tree: QueueTree) -> list[tuple[str, str]]:
+    """The index intervals, in key order, this replica's counts say hold no job: each empty state, and in a
+    state whose jobs are all in the tree's leaves, each empty leaf with the gap before it. A listing skips
+    them rather than ask the store about each (a read per state and leaf, about 1 ms each at 1,000,000
+    jobs)."""
+    states = sorted(member.value for member in JobState)
+    leaves = [node.path for node in tree.leaves()]
+    prefixes = [keys.index_prefix(job_state, queue) for job_state in states for queue in (None, *leaves)]
+    found = dict(zip(prefixes, await state.counts.counts(prefixes), strict=True))
+    empty = []
+    after = keys.INDEX  # the end of the state before: no job's key sorts between two states' ranges
+    for job_state in states:
+        whole = keys.index_prefix(job_state)
+        own = sorted(keys.index_prefix(job_state, leaf) for leaf in leaves)
+        if found[whole] == 0:
+            empty.append((after, keys.prefix_end(whole)))
+        elif found[whole] == sum(found[prefix] for prefix in own):  # no job of a queue the tree lost
+            ends = [after, *(keys.prefix_end(prefix) for prefix in own)]
+            empty += [(low, high) for low, high, prefix in zip(ends, ends[1:], own, strict=False) if not found[prefix]]
+        after = keys.prefix_end(whole)
+    return empty
 
 
 @router.get("", response_model=JobPage, responses=STREAM_RESPONSES)
@@ -410,7 +440,8 @@ async def list_jobs(
     if stream.watch:
         paged = limit is not None or token is not None
         return await watch_listing(state, who, stream, Listing(listed, queue, tenant), paged=paged)
-    ranges = await _listing_ranges(state, listed, queue)
+    tree = await state.queues.get()
+    ranges = _listing_ranges(tree, listed, queue)
     after = None if token is None else _resume_after(token, (listed, queue, tenant), ranges)
     page = await state.jobs.summary_page(
         ranges,
@@ -418,6 +449,8 @@ async def list_jobs(
         tenant=tenant,
         limit=limit or state.config.api.page_size,
         max_keys=state.config.api.list_scan_limit,
+        stops=_stops(tree, tenant),
+        empty=await _known_empty(state, tree) if tree is not None and tenant is None else (),
     )
     view, now = await state.status.get(), state.clock.now()
     for item in page.items:
@@ -460,7 +493,13 @@ async def explain_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
     stored = await _owned(state, who, job_id)
     viewer = who.name if who.role is Role.TENANT else None
     return await explain(
-        state.store, state.jobs, state.clusters, state.status, stored.record, state.config.cluster.lost_after, viewer
+        state.store,
+        state.counts,
+        state.clusters,
+        state.status,
+        stored.record,
+        state.config.cluster.lost_after,
+        viewer,
     )
 
 

@@ -17,6 +17,7 @@ from federation.audit import AuditLog
 from federation.auth import TokenStore
 from federation.clusters import ClusterService
 from federation.config import FederationConfig
+from federation.index_counts import IndexCounts
 from federation.joblogs.store import LogStore
 from federation.jobs import JobRepository
 from federation.models import QueueTree, QueueTreeConfig
@@ -149,4 +150,5 @@ class ServerState:
     hubs: Hubs
     logs: LogStore
     status: StatusCache  # the leader's status, for why listed jobs wait
+    counts: IndexCounts  # jobs per index range, for the queue view and explain
     reports: ReportGate = field(default_factory=ReportGate)

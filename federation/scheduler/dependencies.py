@@ -28,7 +28,7 @@ class _Need:
 
 
 class DependencyIndex:
-    def __init__(self, finished: Mapping[str, tuple[float, int, str, str]]) -> None:
+    def __init__(self, finished: Mapping[str, tuple[float, int, str, str, str]]) -> None:
         self._finished = finished  # the state's ended jobs still stored: id -> (ended, revision, state, queue)
         self._needs: dict[str, list[_Need]] = {}  # waiting job -> its waits not met yet
         self._waiters: dict[str, list[tuple[str, _Need]]] = {}  # target -> (waiting job, its wait)

@@ -102,11 +102,11 @@ class FederationState:
         # A job's whole request (every task), summed once per JobInfo: what it holds on a cluster and,
         # for may_act, what it needs there. Filled only as those ask.
         self._totals: dict[str, tuple[JobInfo, Resources]] = {}
-        # Finished jobs still in the store (id -> ended, revision, state, queue), for the leader to
+        # Finished jobs still in the store (id -> ended, revision, state, queue, tenant), for the leader to
         # delete once past their retention, and a heap by end time over them. A job leaves the map when
         # its key is deleted; the heap drops such stale entries lazily, and is rebuilt when they are
         # the most of it (a stand-by never pops it).
-        self.finished: dict[str, tuple[float, int, str, str]] = {}
+        self.finished: dict[str, tuple[float, int, str, str, str]] = {}
         self._finished_by_end: list[tuple[float, str]] = []
         # Jobs back in the queue after a failed run, held out of ``pending`` until their retry time
         # (id -> that time), with a heap by time whose stale entries are dropped as they come up.
@@ -131,7 +131,7 @@ class FederationState:
             for job_id in self.dependencies.ended(record.id, record.state):
                 self.unblock(job_id, WAITING)
             ended = record.released_at()
-            self.finished[record.id] = (ended, revision, record.state.value, record.queue)
+            self.finished[record.id] = (ended, revision, record.state.value, record.queue, record.tenant)
             heapq.heappush(self._finished_by_end, (ended, record.id))
             return
         self.finished.pop(record.id, None)  # requeued after it ended (``fedq requeue``): live again
@@ -445,8 +445,8 @@ class FederationState:
             known = self._totals[info.id] = (info, held_by(info))
         return known[1]
 
-    def finished_before(self, time: float) -> list[tuple[str, int, str, str]]:
-        """Take the finished jobs that ended before ``time``: (id, revision, state, queue) each. They
+    def finished_before(self, time: float) -> list[tuple[str, int, str, str, str]]:
+        """Take the finished jobs that ended before ``time``: (id, revision, state, queue, tenant) each. They
         stay in ``finished`` until their deletion arrives."""
         due = []
         heap = self._finished_by_end
@@ -454,7 +454,7 @@ class FederationState:
             ended, job_id = heapq.heappop(heap)
             known = self.finished.get(job_id)
             if known is not None and known[0] == ended:
-                due.append((job_id, known[1], known[2], known[3]))
+                due.append((job_id, *known[1:]))
         return due
 
     def lost_clusters(self, now: float, after: float) -> list[str]:

@@ -12,13 +12,12 @@ inside etcd's file is given back by defragmenting (``defrag``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import structlog
 
 from federation import keys
 from federation.config import StoreUpkeepConfig
-from federation.jobs import commit_batched
+from federation.jobs import GuardedWrite, commit_batched, index_ops
 from federation.scheduler.defrag import Defragmenter
 from federation.scheduler.state import FederationState
 from federation.store import Compare, Op, Store
@@ -26,14 +25,6 @@ from federation.submits import FINISH_EVERY, Submits
 from policies.clock import Clock
 
 log = structlog.get_logger("fedq.upkeep")
-
-
-@dataclass(frozen=True)
-class Removal:
-    """A finished job's record and index entry, deleted only if the record is still the one seen."""
-
-    guard: Compare
-    ops: list[Op]
 
 
 class StoreUpkeep:
@@ -54,14 +45,14 @@ class StoreUpkeep:
         await self.submits.sweep(FINISH_EVERY, patient=True)
         now = self.clock.now()
         due = state.finished_before(now - self.config.keep_finished)
-        removed: list[Removal] = []
+        removed: list[GuardedWrite] = []
         if due:
             removals = [
-                Removal(
+                GuardedWrite(  # the record and its index entries, if the record is still the one seen
                     Compare.mod_revision(keys.job(job_id), "==", revision),
-                    [Op.delete(keys.job(job_id)), Op.delete(keys.job_index(job_state, queue, job_id))],
+                    [Op.delete(keys.job(job_id)), *index_ops(job_state, queue, tenant, job_id)],
                 )
-                for job_id, revision, job_state, queue in due
+                for job_id, revision, job_state, queue, tenant in due
             ]
             removed = await commit_batched(self.store, removals)
             log.info("finished jobs past their retention removed", jobs=len(removed))

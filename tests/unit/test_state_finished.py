@@ -70,4 +70,4 @@ def test_an_entry_left_from_before_a_deletion_does_not_make_a_later_end_due_earl
     state.remove_job("j1")
     state.upsert_job(finished("j1", 100.0), 2, b"")  # the same id, finished again (a store restored from backup)
     assert state.finished_before(60.0) == []
-    assert state.finished_before(101.0) == [("j1", 2, "Succeeded", "q")]
+    assert state.finished_before(101.0) == [("j1", 2, "Succeeded", "q", "t")]
