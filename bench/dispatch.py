@@ -217,7 +217,7 @@ async def run(args: argparse.Namespace, work: Path) -> tuple[list[tuple[float, f
             service = SchedulerService(store, FederationConfig(), clock, leader_ttl=args.leader_ttl)
             await lead(service)
             result = await dispatch_all(service, args.profile)
-            stored = await JobRepository(store).summaries(state=JobState.DISPATCHED.value)
+            stored = (await store.snapshot(keys.index_prefix(JobState.DISPATCHED.value))).kvs
             if len(stored) != result.dispatched:
                 raise RuntimeError(
                     f"the store's index lists {len(stored)} jobs as Dispatched, the state {result.dispatched}"
