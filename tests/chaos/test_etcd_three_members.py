@@ -44,10 +44,13 @@ ROUND_TIMEOUT = 15.0  # real seconds a round may take, an outage included
 MAX_ATTEMPTS = 60  # of one request until its 201
 MAX_ROUNDS = 40  # to let every job end once submits stop
 ELECTION_TIMEOUT = 1.0  # etcd's default --election-timeout (1000 ms), which EtcdCluster keeps
-RESUME_WITHIN = ELECTION_TIMEOUT + 4.0  # after a leader change, a dispatch txn lands again within this
+# A write a follower forwards to a leader that is handing over is dropped there without a word; the
+# follower answers it only at etcd's request timeout (5 s + 2 election timeouts), then the round fails
+# and the next one dispatches. So the scheduler dispatches again within that plus a round.
+REQUEST_TIMEOUT = 5.0 + 2 * ELECTION_TIMEOUT
+RESUME_WITHIN = REQUEST_TIMEOUT + 3.0
 MOVES = 6  # leader changes while submits stream in
 MOVE_EVERY = 0.3  # seconds between one move's end and the next one's start
-BACK_WITHIN = 10.0  # after a restart of the whole cluster returns, the same
 RESTART_AFTER = 1  # refusals while every member is down before the cluster is started again
 
 
@@ -182,7 +185,20 @@ class Federation:
                 return records
         raise AssertionError(f"jobs still unfinished after {MAX_ROUNDS} rounds (failed: {self.failed_rounds})")
 
-    def check(self, records: dict[str, JobRecord]) -> str:
+    async def assigned(self) -> Counter[str]:
+        """How often each job was handed to a cluster, from etcd's whole history of assignment keys (nothing
+        compacts it here), so that a dispatch whose answer was lost counts too."""
+        end = await self.scheduler_store.put(f"{keys.ASSIGNMENTS}~end", b"")
+        counted: Counter[str] = Counter()
+        events = self.scheduler_store.watch(keys.ASSIGNMENTS, start_revision=1, previous=False)
+        async with asyncio.timeout(ROUND_TIMEOUT), contextlib.aclosing(events):
+            async for event in events:
+                if event.revision >= end:
+                    return counted
+                counted[event.key.rsplit("/", 1)[-1]] += event.type == "put"
+        raise AssertionError("the watch of assignments ended")
+
+    async def check(self, records: dict[str, JobRecord]) -> str:
         """Nothing acknowledged lost, nothing made twice, every job dispatched once and Succeeded; a summary."""
         acknowledged = set(self.acknowledged)
         assert len(acknowledged) == len(self.acknowledged) == self.requests * self.per_request
@@ -194,6 +210,9 @@ class Federation:
             dispatches = sum(event.target is JobState.DISPATCHED for event in record.events)
             assert dispatches == 1, f"{job_id} dispatched {dispatches} times: {record.events}"
             assert record.state is JobState.SUCCEEDED, f"{job_id} ended {record.state}"
+        assigned = await self.assigned()
+        twice = {job_id: count for job_id, count in assigned.items() if count != 1}
+        assert not twice and set(assigned) == acknowledged, f"assigned other than once: {list(twice.items())[:5]}"
         return (
             f"{self.requests} requests of {self.per_request}, {len(records)} jobs stored and dispatched once each, "
             f"{self.refused} answers retried, {len(self.failed_rounds)} scheduler rounds failed"
@@ -251,14 +270,14 @@ async def test_the_connected_member_then_the_leader_killed_mid_submit_lose_and_d
             await fed.settled()
             await fed.stream(2)
             killed.append((victim, member))
-        summary = fed.check(await fed.drain())
+        summary = await fed.check(await fed.drain())
     took = [fed.resumed(fired_at) for fired_at, _ in fed.api_store.fired]
     resumed = [
         f"{victim} (member {member}) killed, its submit txn {outcome}: dispatch {shown(after)} later"
         for (victim, member), (_, outcome), after in zip(killed, fed.api_store.fired, took, strict=True)
     ]
     print("\n" + "; ".join(resumed) + f"; {summary}")
-    assert None not in took, "no dispatch after a kill"
+    assert all(t is not None and t < RESUME_WITHIN for t in took), f"dispatch {took} s after the kills"
 
 
 @pytest.mark.parametrize("per_request", [SINGLE, BULK], ids=["single", "bulk"])
@@ -279,7 +298,7 @@ async def test_every_member_killed_and_started_again_loses_and_doubles_nothing(
         await fed.settled()
         refused_while_down = fed.refused
         await fed.stream(3)
-        summary = fed.check(await fed.drain())
+        summary = await fed.check(await fed.drain())
     fired_at, outcome = fed.api_store.fired[-1]
     took = fed.resumed(restarted_at)
     print(
@@ -287,7 +306,7 @@ async def test_every_member_killed_and_started_again_loses_and_doubles_nothing(
         f"{restarted_at - fired_at:.2f} s after the kill; dispatch {shown(took)} after it was back; {summary}"
     )
     assert refused_while_down >= RESTART_AFTER, "no request was refused while etcd was down"
-    assert took is not None and took < BACK_WITHIN, f"dispatch {shown(took)} after the restart ({BACK_WITHIN} s)"
+    assert took is not None and took < RESUME_WITHIN, f"dispatch {shown(took)} after the restart"
 
 
 class Mover:
@@ -321,12 +340,13 @@ async def test_etcd_leader_moved_during_submits_and_dispatch_loses_and_doubles_n
         mover.stopped.set()
         await fed.settled()
         await fed.stream(2)  # the last move is followed by dispatch too
-        summary = fed.check(await fed.drain())
+        summary = await fed.check(await fed.drain())
     took = [fed.resumed(started) for started, *_ in mover.moves]
     moved = [f"{leader}->{to} in {end - start:.2f} s" for start, end, leader, to in mover.moves]
     slowest = max(took, key=lambda t: float("inf") if t is None else t)
+    stalled = sum(t is None or t > ELECTION_TIMEOUT + 4 for t in took)
     print(
-        f"\n{len(mover.moves)} moves of etcd's leader ({', '.join(moved)}); "
-        f"dispatch at most {shown(slowest)} after a move began; {summary}"
+        f"\n{len(mover.moves)} moves of etcd's leader ({', '.join(moved)}); dispatch at most {shown(slowest)} "
+        f"after a move began ({stalled} moves past the election timeout + 4 s); {summary}"
     )
     assert slowest is not None and slowest < RESUME_WITHIN, f"dispatch {shown(slowest)} after a move began"
