@@ -37,7 +37,9 @@ pytestmark = [pytest.mark.etcd, pytest.mark.slow]
 
 SINGLE, BULK = 1, 80  # 80 jobs are 160 ops: staged, committed, then published in several txns
 NODES = [{"count": 4, "resources": {"cpu": 64}}]  # 256 cpus a cluster, two clusters: room for every request
-CONFIG = {"cluster": {"lostAfter": "1h", "requeueAfter": "1h"}}  # never lost: a requeue is no double dispatch
+# Clusters are never lost (a requeue is a second dispatch for another reason than the store); etcd's
+# history is never compacted, so that every assignment ever written can be counted at the end.
+CONFIG = {"cluster": {"lostAfter": "1h", "requeueAfter": "1h"}, "store": {"compactEvery": "3650d"}}
 TICK = 10.0  # manual seconds a round; every job runs one round
 ROUND_EVERY = 0.05  # real seconds between rounds when the API answered nothing meanwhile
 ROUND_TIMEOUT = 15.0  # real seconds a round may take, an outage included
@@ -186,8 +188,8 @@ class Federation:
         raise AssertionError(f"jobs still unfinished after {MAX_ROUNDS} rounds (failed: {self.failed_rounds})")
 
     async def assigned(self) -> Counter[str]:
-        """How often each job was handed to a cluster, from etcd's whole history of assignment keys (nothing
-        compacts it here), so that a dispatch whose answer was lost counts too."""
+        """How often each job was handed to a cluster, from etcd's whole history of assignment keys (``CONFIG``
+        never compacts it), so that a dispatch whose answer was lost counts too."""
         end = await self.scheduler_store.put(f"{keys.ASSIGNMENTS}~end", b"")
         counted: Counter[str] = Counter()
         events = self.scheduler_store.watch(keys.ASSIGNMENTS, start_revision=1, previous=False)
