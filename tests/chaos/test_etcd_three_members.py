@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -48,9 +47,10 @@ MAX_ROUNDS = 40  # to let every job end once submits stop
 ELECTION_TIMEOUT = 1.0  # etcd's default --election-timeout (1000 ms), which EtcdCluster keeps
 # A write a follower forwards to a leader that is handing over is dropped there without a word; the
 # follower answers it only at etcd's request timeout (5 s + 2 election timeouts), then the round fails
-# and the next one dispatches. So the scheduler dispatches again within that plus a round.
+# and the next one dispatches (so does a write forwarded to a leader that was killed). So the scheduler
+# dispatches again within that plus a round (1-2 s with a thousand jobs on the loaded 2-core machine).
 REQUEST_TIMEOUT = 5.0 + 2 * ELECTION_TIMEOUT
-RESUME_WITHIN = REQUEST_TIMEOUT + 3.0
+RESUME_WITHIN = REQUEST_TIMEOUT + 5.0
 MOVES = 6  # leader changes while submits stream in
 MOVE_EVERY = 0.3  # seconds between one move's end and the next one's start
 RESTART_AFTER = 1  # refusals while every member is down before the cluster is started again
@@ -312,21 +312,20 @@ async def test_every_member_killed_and_started_again_loses_and_doubles_nothing(
 
 
 class Mover:
-    """etcd's leadership moved on from member to member in a thread, a move every ``MOVE_EVERY``, until
-    stopped; each move's start and end (``time.monotonic``)."""
+    """etcd's leadership moved on from member to member in a thread, a move every ``MOVE_EVERY``, ``MOVES``
+    times; each move's start and end (``time.monotonic``)."""
 
     def __init__(self, cluster: EtcdCluster) -> None:
         self.cluster = cluster
-        self.stopped = threading.Event()
         self.moves: list[tuple[float, float, int, int]] = []  # start, end, from, to
 
     def run(self) -> None:
-        while not self.stopped.is_set():
+        while len(self.moves) < MOVES:
             started, leader = time.monotonic(), self.cluster.leader()
             to = others(self.cluster, leader)[0]
             self.cluster.move_leader(to)  # returns once ``to`` leads
             self.moves.append((started, time.monotonic(), leader, to))
-            self.stopped.wait(MOVE_EVERY)
+            time.sleep(MOVE_EVERY)  # pacing, as an operator's moves would be: nothing to wait for
 
 
 @pytest.mark.parametrize("per_request", [SINGLE, BULK], ids=["single", "bulk"])
@@ -339,7 +338,6 @@ async def test_etcd_leader_moved_during_submits_and_dispatch_loses_and_doubles_n
         fed.in_background(mover.run)
         while len(mover.moves) < MOVES:  # submits and dispatch go on through every move
             await fed.stream(1)
-        mover.stopped.set()
         await fed.settled()
         await fed.stream(2)  # the last move is followed by dispatch too
         summary = await fed.check(await fed.drain())
