@@ -42,7 +42,7 @@ CONFIG = {"cluster": {"lostAfter": "1h", "requeueAfter": "1h"}, "store": {"compa
 TICK = 10.0  # manual seconds a round; every job runs one round
 ROUND_EVERY = 0.05  # real seconds between rounds when the API answered nothing meanwhile
 ROUND_TIMEOUT = 15.0  # real seconds a round may take, an outage included
-MAX_ATTEMPTS = 60  # of one request until its 201
+MAX_ATTEMPTS = 20  # of one request until its 201 (each a few seconds at most)
 MAX_ROUNDS = 40  # to let every job end once submits stop
 ELECTION_TIMEOUT = 1.0  # etcd's default --election-timeout (1000 ms), which EtcdCluster keeps
 # A write a follower forwards to a leader that is handing over is dropped there without a word; the
@@ -169,7 +169,7 @@ class Federation:
                     for restarted in done:
                         restarted.result()  # a restart that failed fails the test here
             else:
-                raise AssertionError(f"request {number} not acknowledged in {MAX_ATTEMPTS} attempts")
+                raise AssertionError(f"request {number} not acknowledged in {MAX_ATTEMPTS} attempts: {response.text}")
 
     async def records(self) -> dict[str, JobRecord]:
         kvs = await self.scheduler_store.range(keys.JOBS)
