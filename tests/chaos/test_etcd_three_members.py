@@ -99,7 +99,7 @@ class Federation:
     cluster: EtcdCluster
     api: Api
     api_store: Trap
-    scheduler_store: Trap
+    scheduler_store: EtcdStore
     harness: Harness
     per_request: int
     acknowledged: list[str] = field(default_factory=list)  # ids, from each request's one 201
@@ -225,8 +225,8 @@ class Federation:
 async def federation(cluster: EtcdCluster, api_members: Sequence[int], per_request: int) -> AsyncIterator[Federation]:
     """The API connected to ``api_members`` (in that order), the scheduler to every member, two agents."""
     api_store = Trap(EtcdStore(cluster.member_connection(*api_members)))  # the timeouts of `fedq server`
-    scheduler_store = Trap(EtcdStore(cluster.connection))
-    harness = Harness(scheduler_store, CONFIG, QUEUES, start=START)  # type: ignore[arg-type]
+    scheduler_store = EtcdStore(cluster.connection)
+    harness = Harness(scheduler_store, CONFIG, QUEUES, start=START)
     try:
         limits = {"maxJobsPerRequest": BULK}
         async with serving(api_store, harness.clock, limits=limits) as api:  # type: ignore[arg-type]
@@ -243,7 +243,7 @@ async def federation(cluster: EtcdCluster, api_members: Sequence[int], per_reque
     finally:
         await harness.close()
         await api_store.store.close()
-        await scheduler_store.store.close()
+        await scheduler_store.close()
 
 
 def shown(took: float | None) -> str:
