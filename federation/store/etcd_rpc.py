@@ -50,6 +50,9 @@ DEFAULT_CONNECT_TIMEOUT = 1.0
 # A watch on a member that lost its leader would see no events at all: with this, etcd ends the
 # stream (UNAVAILABLE, "no leader") and the watch resumes on another member.
 REQUIRE_LEADER = ("hasleader", "true")
+# raft drops a proposal it cannot take now, a leader transfer under way (etcd's MoveLeader), so that its
+# proposer fails fast; etcd passes that on as UNKNOWN. Nothing was applied: the next try may land.
+_DROPPED = "raft proposal dropped"
 
 
 @dataclass
@@ -257,7 +260,7 @@ def channel_closed_under_us() -> bool:
 def store_error(error: grpc.aio.AioRpcError) -> Exception:
     code = error.code()
     details = error.details() or code.name
-    if code in UNAVAILABLE:
+    if code in UNAVAILABLE or _DROPPED in details:
         return StoreUnavailable(details)
     if code == grpc.StatusCode.NOT_FOUND and "lease not found" in details:
         return LeaseNotFound(details)

@@ -245,6 +245,17 @@ class EtcdCluster:
             raise EtcdServerError("no running member reports a leader it knows")
         return ids[leader]
 
+    def move_leader(self, to: int) -> None:
+        """Hand etcd's leadership to member ``to``, as an operator's ``etcdctl move-leader`` does (etcd's
+        MoveLeader, sent to the leader as root); returns once etcd has done it."""
+        target = self._status(self.members[to])
+        leader = self.members[self.leader()]
+        if target is None:
+            raise EtcdServerError(f"member {to} does not answer")
+        with self._root_channel(leader) as channel:
+            request = rpc.MoveLeaderRequest(targetID=target.header.member_id)
+            rpc.MaintenanceStub(channel).MoveLeader(request, timeout=10.0)
+
     def close(self) -> None:
         """Stop every member and delete the temp dir (and the data in it, unless a data dir was given)."""
         self.stop()
@@ -303,15 +314,17 @@ class EtcdCluster:
             raise EtcdServerError(f"setting up etcd's authentication failed: {error}") from error
         self._provisioned = True
 
-    def _status(self, member: _Member) -> rpc.StatusResponse | None:
+    def _root_channel(self, member: _Member) -> grpc.Channel:
+        """A channel to one member as root (etcd's maintenance calls are root's)."""
         security = self._security
         target = member.endpoint.target
+        if security is None:
+            return grpc.insecure_channel(target)
+        return grpc.secure_channel(target, security.credentials(security.root))
+
+    def _status(self, member: _Member) -> rpc.StatusResponse | None:
         try:
-            if security is None:
-                channel = grpc.insecure_channel(target)
-            else:
-                channel = grpc.secure_channel(target, security.credentials(security.root))
-            with channel:
+            with self._root_channel(member) as channel:
                 response: rpc.StatusResponse = rpc.MaintenanceStub(channel).Status(rpc.StatusRequest(), timeout=2.0)
                 return response
         except grpc.RpcError:

@@ -4,12 +4,13 @@ is never sent twice."""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from typing import Any
 
 import grpc
 import pytest
 
-from federation.store import Endpoint, EtcdCluster, EtcdStore, StoreUnavailable, WatchEvent
+from federation.store import Endpoint, EtcdCluster, EtcdStore, StoreError, StoreUnavailable, WatchEvent
 from federation.store.etcd_rpc import EtcdChannels, Link
 from federation.store.etcd_server import EtcdServerError
 
@@ -117,3 +118,26 @@ async def test_with_no_member_left_calls_fail_as_unavailable(etcd_cluster: EtcdC
         with pytest.raises(StoreUnavailable):
             await call
     await store.close()
+
+
+async def test_a_write_while_etcd_moves_its_leader_fails_as_unavailable_if_at_all(etcd_cluster: EtcdCluster) -> None:
+    """While its leadership moves (``etcdctl move-leader``), etcd's leader drops the proposals it is sent
+    (raft's ErrProposalDropped, passed on as UNKNOWN): such a write failed as an unknown store error, a 500
+    at the API. Nothing was applied; it fails as unavailable, which callers retry (a 503)."""
+    store = EtcdStore(etcd_cluster.connection, timeout=2.0)
+    loop = asyncio.get_running_loop()
+    outcomes: Counter[str] = Counter()
+    for _ in range(10):
+        to = next(i for i in range(len(etcd_cluster.members)) if i != etcd_cluster.leader())
+        moving = loop.run_in_executor(None, etcd_cluster.move_leader, to)
+        while not moving.done():  # writes go to the leader (member 0 until it fails) as it hands over
+            try:
+                await store.put("k", b"v")
+                outcomes["landed"] += 1
+            except StoreError as error:
+                outcomes[f"{type(error).__name__}: {error}"] += 1
+        await moving
+    await store.close()
+    print(f"\nwrites while the leader moved 10 times: {dict(outcomes)}")
+    assert outcomes["landed"]
+    assert all(outcome == "landed" or outcome.startswith("StoreUnavailable") for outcome in outcomes), outcomes
