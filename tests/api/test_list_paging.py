@@ -190,7 +190,7 @@ def test_fedq_jobs_shows_each_job_once_in_id_order(
         {**summary, "id": "a", "state": "Running"},
         {**summary, "id": "b", "state": "Running"},  # moved on while the pages were read
     ]
-    monkeypatch.setattr(cli_jobs, "client_from", lambda _: listing(read))
+    monkeypatch.setattr(cli_jobs, "reader_from", lambda _: listing(read))
 
     args = argparse.Namespace(
         state=None,

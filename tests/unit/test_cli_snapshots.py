@@ -81,8 +81,8 @@ def render(argv: list[str], width: int, monkeypatch: pytest.MonkeyPatch, capsys:
     def connect(_: argparse.Namespace) -> Iterator[Recorded]:
         yield Recorded()
 
-    for module in (cli_jobs, cli_report):
-        monkeypatch.setattr(module, "client_from", connect)
+    monkeypatch.setattr(cli_report, "client_from", connect)
+    monkeypatch.setattr(cli_jobs, "reader_from", connect)
     monkeypatch.setenv("COLUMNS", str(width))
     args = build_parser().parse_args(argv)
     args.now = DATA["now"]

@@ -194,7 +194,7 @@ def render(
     def connect(_: argparse.Namespace) -> Iterator[Listing]:
         yield listing
 
-    monkeypatch.setattr(cli_jobs, "client_from", connect)
+    monkeypatch.setattr(cli_jobs, "reader_from", connect)
     monkeypatch.setenv("COLUMNS", "160")
     args = build_parser().parse_args(argv)
     args.now = T
