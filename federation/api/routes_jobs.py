@@ -334,7 +334,8 @@ async def _owned(state: State, who: Principal, job_id: str) -> StoredJob:
 
 
 class _Cursor(BaseModel):
-    """What a ``continue`` token carries: the last index key read and the filters of its listing."""
+    """What a ``continue`` token carries: the last index key read and the filters of its listing (``state``:
+    its states, comma-separated)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -382,12 +383,15 @@ async def _listing_ranges(state: State, listed: str | None, queue: str | None) -
     return sorted(prefix for leaf in under for prefix in index_ranges(listed, leaf))
 
 
+_STATES_HELP = "only jobs in this state; repeat for several (state=Pending&state=Running), one request for them all"
+
+
 @router.get("", response_model=JobPage, responses=STREAM_RESPONSES)
 async def list_jobs(
     state: State,
     who: Caller,
     stream: Annotated[WatchRequest, Depends(watch_request)],
-    job_state: Annotated[JobState | None, Query(alias="state")] = None,
+    job_states: Annotated[list[JobState] | None, Query(alias="state", description=_STATES_HELP)] = None,
     queue: str | None = None,
     tenant: str | None = None,
     limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
@@ -406,11 +410,16 @@ async def list_jobs(
         tenant = who.name
     elif not who.is_admin:
         raise ApiError(403, f"a {who.role.value} token cannot list jobs")
-    listed = job_state.value if job_state else None
+    states = sorted({value.value for value in job_states or []})
+    listed = ",".join(states) or None  # as a cursor names them
     if stream.watch:
+        if len(states) > 1:
+            message = "a watch follows one state or all: give state at most once, and filter its changes"
+            raise ApiError(422, f"state: {message}", [{"field": "state", "message": message}])
         paged = limit is not None or token is not None
         return await watch_listing(state, who, stream, Listing(listed, queue, tenant), paged=paged)
-    ranges = await _listing_ranges(state, listed, queue)
+    each: list[str | None] = [*states] or [None]
+    ranges = sorted([prefix for one in each for prefix in await _listing_ranges(state, one, queue)])
     after = None if token is None else _resume_after(token, (listed, queue, tenant), ranges)
     page = await state.jobs.summary_page(
         ranges,

@@ -25,8 +25,8 @@ SORT_KEYS = ("id", "submit", "start", "end", "elapsed", "priority", "state", "na
 
 
 def listing_filters(client: ApiClient, args: argparse.Namespace) -> dict[str, Any]:
-    """The server-side filters of ``fedq jobs``: states (each one request), a known queue (an inner
-    one lists its subtree), a tenant (``--mine``: the caller's own). ValueError for what is unknown."""
+    """The server-side filters of ``fedq jobs``: states (none: any; several in one request), a known queue
+    (an inner one lists its subtree), a tenant (``--mine``: the caller's own). ValueError for what is unknown."""
     states = [state_named(text) for text in args.state or []]
     if not states and not args.all:
         states = list(UNFINISHED)
@@ -40,7 +40,7 @@ def listing_filters(client: ApiClient, args: argparse.Namespace) -> dict[str, An
         if me["role"] != "tenant":
             raise ValueError(f"--mine lists a tenant's own jobs: this is a {me['role']} token; use --tenant NAME")
         tenant = me["name"]
-    return {"states": states or [None], "queue": args.queue, "tenant": tenant}
+    return {"states": states, "queue": args.queue, "tenant": tenant}
 
 
 def _queue_paths(nodes: list[dict[str, Any]]) -> set[str]:
@@ -55,11 +55,8 @@ def cmd_jobs(args: argparse.Namespace) -> int:
             return watching.watch_table(client, args, listing_filters(client, args), JOB_COLUMNS, job_rows)
     with reader_from(args) as quick:
         filters = listing_filters(quick, args)
-        latest = {
-            item["id"]: item
-            for state in filters["states"]
-            for item in quick.jobs(state=state, queue=filters["queue"], tenant=filters["tenant"])
-        }
+        listing = quick.jobs(state=filters["states"] or None, queue=filters["queue"], tenant=filters["tenant"])
+        latest = {item["id"]: item for item in listing}
     items = sort_jobs(list(latest.values()), args.sort, args.now)
     items = (items if args.expand else fold_arrays(items))[: args.limit]
     shown = output_of(args)

@@ -58,8 +58,9 @@ class Recorded:
     def __exit__(self, *_: object) -> None:
         return None
 
-    def jobs(self, state: str | None = None, **_: Any) -> Iterator[dict[str, Any]]:
-        return (job for job in DATA["jobs"] if state in (None, job["state"]))
+    def jobs(self, state: list[str] | None = None, **_: Any) -> Iterator[dict[str, Any]]:
+        """``state``: the states listed, as the CLI asks for them in one request (None: any)."""
+        return (job for job in DATA["jobs"] if state is None or job["state"] in state)
 
     def queues(self) -> dict[str, Any]:
         return dict(DATA["queues"])
