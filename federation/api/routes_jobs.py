@@ -27,7 +27,7 @@ from federation.quotas import OverQuota, Usage, usage_of
 from federation.store import Compare
 from federation.submits import MAX_KEY_LENGTH, GuardFailed, InProgress, KeyReused, OutcomeUnknown, Unpublished
 from federation.submits import Request as SubmitRequest
-from federation.waits import SchedulerView, wait_of
+from federation.waits import wait_view
 from federation.watch import Listing
 from policies.units import format_duration
 
@@ -430,23 +430,18 @@ async def list_jobs(
     )
     view, now = await state.status.get(), state.clock.now()
     for item in page.items:
-        item["wait"] = _wait(item, view, now)
+        item["wait"] = wait_view(item, view, now)
     if page.resume_after is None:
         return {"items": page.items, "continue": None}
     cursor = _Cursor(after=page.resume_after, state=listed, queue=queue, tenant=tenant)
     return {"items": page.items, "continue": cursor.encode()}
 
 
-def _wait(job: dict[str, Any], view: SchedulerView, now: float) -> dict[str, Any] | None:
-    found = wait_of(job, view, now)
-    return None if found is None else found.view()
-
-
 @router.get("/{job_id}", response_model=JobDetail, response_model_exclude_unset=True)
 async def get_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
     stored = await _owned(state, who, job_id)
     detail = _detail(stored.record)
-    detail["wait"] = _wait(stored.record.summary(), await state.status.get(), state.clock.now())
+    detail["wait"] = wait_view(stored.record.summary(), await state.status.get(), state.clock.now())
     return detail
 
 
