@@ -8,7 +8,9 @@ submits ``--jobs`` jobs, then runs each command ``--runs`` times, alternating wi
 - ``fedq jobs`` and ``fedq job ID``: the parser, the HTTP client, the requests and the table.
 
 Prints each command's median wall time, its ratio to ``python -c pass`` (median of the pairs) and the
-target (issue 24: 0.3 s for ``fedq jobs --help`` and ``fedq jobs``); exits 1 if a target is missed.
+target (issue 24: 0.3 s for ``fedq jobs --help`` and ``fedq jobs``; issue 36: 0.35 s for ``fedq job ID``);
+exits 1 if a target is missed. The venv's ``fedq`` imports the code its editable install names: to time
+another checkout's, run with ``PYTHONPATH`` set to it (the commands inherit the environment).
 
 Run: .venv/bin/python bench/cli.py [--runs 15] [--jobs 20]
 """
@@ -37,6 +39,8 @@ FEDQ = str(Path(sys.executable).with_name("fedq"))
 ADMIN = "fedq_admin_bench-cli"
 TARGET = 0.3
 """Seconds: issue 24's bound for ``fedq jobs --help`` and ``fedq jobs`` on the dev machine."""
+JOB_TARGET = 0.35
+"""Seconds: issue 36's bound for ``fedq job ID``."""
 JOB = {"metadata": {"name": "bench"}, "spec": {"queue": "research.vision", "tasks": [{"resources": {"cpu": 1}}]}}
 
 
@@ -79,7 +83,7 @@ def main() -> int:
                 "fedq --version": ([FEDQ, "--version"], None),
                 "fedq jobs --help": ([FEDQ, "jobs", "--help"], TARGET),
                 f"fedq jobs ({args.jobs} jobs, https)": ([FEDQ, "jobs"], TARGET),
-                "fedq job ID (https)": ([FEDQ, "job", ids[0]], None),
+                "fedq job ID (https)": ([FEDQ, "job", ids[0]], JOB_TARGET),
             }
             missed = False
             print(f"{'command':<34} {'median':>8} {'x python -c pass':>17}  target")

@@ -3,118 +3,58 @@
 from __future__ import annotations
 
 import contextlib
-import json
-import ssl
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 import httpx
 
+from federation.client_base import ApiClient, FedqError, Unreached, refusal
 
-class FedqError(Exception):
-    """The server refused a request, or could not be reached; ``status`` is 0 for the latter."""
-
-    def __init__(self, status: int, message: str, fields: list[dict[str, str]] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.fields = fields or []
-
-    def __str__(self) -> str:
-        """The message, then each field it does not already say (the API's message names the first few:
-        ``invalid job spec: spec.queue: ...``), so nothing is printed twice."""
-        lines = [f"{self.message} (HTTP {self.status})" if self.status else self.message]
-        named = (f"{f['field']}: {f['message']}" for f in self.fields)
-        lines += [f"  {line}" for line in named if line not in self.message]
-        return "\n".join(lines)
+__all__ = ["FedqClient", "FedqError"]
 
 
-class FedqClient:
+class FedqClient(ApiClient):
     """The fedq API from Python, as the CLI uses it: ``with FedqClient(url, token, ca=...) as fedq:``.
     Results are the API's JSON (its OpenAPI document names each shape); ``submit`` answers one job as
     ``{"id"}``, an array as ``{"id", "ids"}``, exactly what ``fedq submit -o json`` prints for one file
     of one document. A refusal raises ``FedqError`` with the HTTP status and the fields it names.
 
-    ``server`` may name several replicas, comma-separated (``https://a:8443,https://b:8443``): every
-    replica answers every call, so one that cannot be reached is passed over for the next, in order.
-    A call that could not connect goes to the next at once (nothing was sent); any other failure to
-    get an answer is raised, and the next call starts with the next replica. An agent naming them all
+    ``server`` may name several replicas, comma-separated, as ``ApiClient`` says: an agent naming them all
     keeps its lease through the loss of the one it was talking to (issue 33, point 7)."""
 
-    def __init__(
-        self,
-        server: str,
-        token: str | None = None,
-        *,
-        ca: str | None = None,
-        cert: tuple[str, str] | None = None,
-        timeout: float = 30.0,
-    ) -> None:
-        """``ca``: the PEM file of the CA that signed an https server's certificate (None: the system's);
-        ``cert``: a client certificate and its key, for a server that requires one (mutual TLS)."""
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.servers = [url.strip().rstrip("/") for url in server.split(",") if url.strip()]
-        if not self.servers:
-            raise ValueError(f"no server URL in {server!r}: give one, or several separated by commas")
-        self._timeout = timeout
-        # Plain http needs no TLS context: the system's CAs take ~50 ms to load, a CLI start-up's sixth.
-        tls = _tls(ca, cert) if any(url.startswith("https:") for url in self.servers) else False
+    def _start(self) -> None:
         self._replicas = [
             httpx.Client(
-                base_url=url, headers=headers, timeout=timeout, verify=tls if url.startswith("https:") else False
+                base_url=url,
+                headers=self._headers,
+                timeout=self._timeout,
+                verify=self._tls if self._tls is not None and url.startswith("https:") else False,
             )
             for url in self.servers
         ]
-        self._current = 0  # the replica calls go to until one fails
         self._http = self._replicas[0]
-
-    @property
-    def server(self) -> str:
-        """The replica calls go to now."""
-        return self.servers[self._current]
-
-    def __enter__(self) -> FedqClient:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
 
     def close(self) -> None:
         for replica in self._replicas:
             replica.close()
 
-    def request(
+    def _send(
         self,
         method: str,
         path: str,
-        *,
-        body: Any = None,
-        params: dict[str, Any] | None = None,
-        timeout: float | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> Any:
-        """``timeout`` (seconds) overrides the client's for this call (an agent's report within its lease);
-        a call passed on to the next replica has what is left of it."""
-        content = None if body is None else json.dumps(body).encode()
-        headers = {**({"Content-Type": "application/json"} if content is not None else {}), **(headers or {})}
-        clean = {k: v for k, v in (params or {}).items() if v is not None}
-        deadline = time.monotonic() + (timeout or self._timeout)
-        for left in reversed(range(len(self._replicas))):
-            try:
-                response = self._http.request(
-                    method, path, content=content, params=clean, headers=headers, timeout=deadline - time.monotonic()
-                )
-                break
-            except httpx.HTTPError as exc:
-                error = self._unreachable(exc)
-                unsent = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
-                if not (left and unsent and deadline - time.monotonic() > 0):
-                    raise error from None
-        if response.status_code >= 400:
-            raise _refused(response)
-        return response.json() if response.content else None
+        content: bytes | None,
+        params: dict[str, Any],
+        headers: dict[str, str],
+        timeout: float,
+    ) -> tuple[int, str, bytes]:
+        try:
+            response = self._http.request(
+                method, path, content=content, params=params, headers=headers, timeout=timeout
+            )
+        except httpx.HTTPError as exc:
+            raise Unreached(exc, unsent=isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))) from None
+        return response.status_code, response.reason_phrase, response.content
 
     @contextlib.contextmanager
     def stream(self, path: str, params: dict[str, Any], read_timeout: float) -> Iterator[Iterator[str]]:
@@ -126,16 +66,13 @@ class FedqClient:
             with self._http.stream("GET", path, params=clean, timeout=timeout) as response:
                 if response.status_code >= 400:
                     response.read()
-                    raise _refused(response)
+                    raise refusal(response.status_code, response.content, response.reason_phrase)
                 yield response.iter_lines()
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from None
 
-    def _unreachable(self, exc: httpx.HTTPError) -> FedqError:
-        """The error of a call that got no answer; the next call goes to the next replica."""
-        hint = "; pass the CA that signed its certificate: --ca FILE or FEDQ_CA" if _UNTRUSTED in str(exc) else ""
-        error = FedqError(0, f"cannot reach the fedq server at {self.server}: {exc}{hint}")
-        self._current = (self._current + 1) % len(self._replicas)
+    def _unreachable(self, exc: Exception) -> FedqError:
+        error = super()._unreachable(exc)
         self._http = self._replicas[self._current]
         return error
 
@@ -172,23 +109,6 @@ class FedqClient:
         result = self.request("POST", "/v1/jobs", body={"jobs": specs}, params=params, headers=headers)
         return list(result["ids"])
 
-    def jobs(self, **filters: Any) -> Iterator[dict[str, Any]]:
-        """Every job matching the filters, in the API's order (state, queue, id), following ``continue``
-        until it is null: a page may be short, even empty, while more remain. Pages are read one by
-        one, so a job that changes state meanwhile may come twice or not at all."""
-        params = dict(filters)
-        while True:
-            page = self.request("GET", "/v1/jobs", params=params)
-            yield from page["items"]
-            if not page.get("continue"):
-                return
-            params["continue"] = page["continue"]
-
-    def job(self, job_id: str) -> dict[str, Any]:
-        """One job's record (``JobRecord``): spec, state, times in epoch seconds, its event history."""
-        result: dict[str, Any] = self.request("GET", f"/v1/jobs/{job_id}")
-        return result
-
     def events(self, job_id: str, *, since: int | None = None) -> Iterator[dict[str, Any]]:
         """The job's history, then each transition as it happens (``revision``: the store revision that
         carried it; ``state``: the job's state after it), across reconnects and server restarts, each once
@@ -219,7 +139,7 @@ class FedqClient:
 
         return wait(self, ids, timeout, tenant=tenant)
 
-    def logs(
+    def logs(  # the base's arguments, and ``follow``
         self,
         job_id: str,
         *,
@@ -230,17 +150,14 @@ class FedqClient:
         epoch: int | None = None,
         follow: bool = False,
     ) -> Iterator[dict[str, Any]]:
-        """The job's output lines ``{time, task, stream, text}``, oldest first: its latest run's (or
-        ``epoch``'s), of one ``task`` (name, index or name-index) and ``stream`` (stdout, stderr), the
-        last ``tail``, printed in the last ``since`` seconds. ``follow``: then each new line as it comes
-        (across reconnects, each once), until the job has ended and its output is complete."""
+        """As ``ApiClient.logs``; ``follow``: then each new line as it comes (across reconnects, each
+        once), until the job has ended and its output is complete."""
+        if not follow:
+            return super().logs(job_id, task=task, stream=stream, tail=tail, since=since, epoch=epoch)
         from federation.follow import job_logs
 
         params = {"task": task, "stream": stream, "tail": tail, "since_seconds": since, "epoch": epoch}
-        if follow:
-            return job_logs(self, job_id, params)
-        answer: dict[str, Any] = self.request("GET", f"/v1/jobs/{job_id}/logs", params=params)
-        return iter(answer["lines"])
+        return job_logs(self, job_id, params)
 
     def cancel(self, job_id: str) -> dict[str, Any]:
         result: dict[str, Any] = self.request("DELETE", f"/v1/jobs/{job_id}")
@@ -261,15 +178,6 @@ class FedqClient:
         ``state``/``queue``/``tenant``: how many matched, changed, were already so, and were refused."""
         body = {key: value for key, value in selector.items() if value is not None}
         result: dict[str, Any] = self.request("POST", "/v1/jobs/actions", body={"action": action, **body})
-        return result
-
-    def whoami(self) -> dict[str, Any]:
-        """``{"role", "name", "token_id"}`` of this client's token."""
-        result: dict[str, Any] = self.request("GET", "/v1/whoami")
-        return result
-
-    def queues(self) -> dict[str, Any]:
-        result: dict[str, Any] = self.request("GET", "/v1/queues")
         return result
 
     def apply_queues(self, tree: dict[str, Any]) -> dict[str, Any]:
@@ -307,30 +215,6 @@ class FedqClient:
     def revoke_token(self, token_id: str) -> dict[str, Any]:
         result: dict[str, Any] = self.request("DELETE", f"/v1/tokens/{token_id}")
         return result
-
-
-_UNTRUSTED = "CERTIFICATE_VERIFY_FAILED"
-
-
-def _tls(ca: str | None, cert: tuple[str, str] | None) -> ssl.SSLContext | bool:
-    if ca is None and cert is None:
-        return True
-    try:
-        context = ssl.create_default_context(cafile=ca)
-        if cert is not None:
-            context.load_cert_chain(*cert)
-    except (OSError, ssl.SSLError) as exc:
-        files = ", ".join(name for name in (ca, *(cert or ())) if name)
-        raise ValueError(f"cannot use the TLS files {files}: {exc}") from None
-    return context
-
-
-def _refused(response: httpx.Response) -> FedqError:
-    try:
-        payload = response.json()
-    except ValueError:
-        payload = {"error": response.text or response.reason_phrase}
-    return FedqError(response.status_code, str(payload.get("error", payload)), payload.get("fields"))
 
 
 def _idempotency(key: str | None) -> dict[str, str]:

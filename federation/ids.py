@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import secrets
+import os
 import threading
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
@@ -33,7 +33,9 @@ class _Monotonic:
                 ms = self._last_ms
                 self._last_random += 1
             else:
-                self._last_random = secrets.randbits(29)
+                self._last_random = (
+                    int.from_bytes(os.urandom(4)) >> 3
+                )  # 29 random bits (secrets' import: ~6 ms of `fedq job`)
             self._last_ms = ms
             return _base32(ms, 9) + _base32(self._last_random, 6)
 

@@ -189,3 +189,9 @@ def wait_of(job: Mapping[str, Any], view: SchedulerView, now: float) -> Wait | N
     if code and not (code == "Resources" and job_id in view.behind):
         return Wait(code, _said(code, message), start)
     return Wait("Priority", CODES["Priority"])
+
+
+def wait_view(job: Mapping[str, Any], view: SchedulerView, now: float) -> dict[str, Any] | None:
+    """``wait_of`` as the API sends it with a job (``wait``: a listing's items, a job's detail, a watch's puts)."""
+    found = wait_of(job, view, now)
+    return None if found is None else found.view()

@@ -28,7 +28,7 @@ from federation.quotas import OverQuota, Usage, usage_of
 from federation.store import Compare
 from federation.submits import MAX_KEY_LENGTH, GuardFailed, InProgress, KeyReused, OutcomeUnknown, Unpublished
 from federation.submits import Request as SubmitRequest
-from federation.waits import SchedulerView, wait_of
+from federation.waits import wait_view
 from federation.watch import Listing
 from policies.units import format_duration
 
@@ -335,7 +335,8 @@ async def _owned(state: State, who: Principal, job_id: str) -> StoredJob:
 
 
 class _Cursor(BaseModel):
-    """What a ``continue`` token carries: the last index key read and the filters of its listing."""
+    """What a ``continue`` token carries: the last index key read and the filters of its listing (``state``:
+    its states, comma-separated)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -412,12 +413,15 @@ async def _known_empty(state: State, tree: QueueTree) -> list[tuple[str, str]]:
     return empty
 
 
+_STATES_HELP = "only jobs in this state; repeat for several (state=Pending&state=Running), one request for them all"
+
+
 @router.get("", response_model=JobPage, responses=STREAM_RESPONSES)
 async def list_jobs(
     state: State,
     who: Caller,
     stream: Annotated[WatchRequest, Depends(watch_request)],
-    job_state: Annotated[JobState | None, Query(alias="state")] = None,
+    job_states: Annotated[list[JobState] | None, Query(alias="state", description=_STATES_HELP)] = None,
     queue: str | None = None,
     tenant: str | None = None,
     limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
@@ -436,12 +440,17 @@ async def list_jobs(
         tenant = who.name
     elif not who.is_admin:
         raise ApiError(403, f"a {who.role.value} token cannot list jobs")
-    listed = job_state.value if job_state else None
+    states = sorted({value.value for value in job_states or []})
+    listed = ",".join(states) or None  # as a cursor names them
     if stream.watch:
+        if len(states) > 1:
+            message = "a watch follows one state or all: give state at most once, and filter its changes"
+            raise ApiError(422, f"state: {message}", [{"field": "state", "message": message}])
         paged = limit is not None or token is not None
         return await watch_listing(state, who, stream, Listing(listed, queue, tenant), paged=paged)
     tree = await state.queues.get()
-    ranges = _listing_ranges(tree, listed, queue)
+    each: list[str | None] = [*states] or [None]
+    ranges = sorted(prefix for one in each for prefix in _listing_ranges(tree, one, queue))
     after = None if token is None else _resume_after(token, (listed, queue, tenant), ranges)
     page = await state.jobs.summary_page(
         ranges,
@@ -454,23 +463,18 @@ async def list_jobs(
     )
     view, now = await state.status.get(), state.clock.now()
     for item in page.items:
-        item["wait"] = _wait(item, view, now)
+        item["wait"] = wait_view(item, view, now)
     if page.resume_after is None:
         return {"items": page.items, "continue": None}
     cursor = _Cursor(after=page.resume_after, state=listed, queue=queue, tenant=tenant)
     return {"items": page.items, "continue": cursor.encode()}
 
 
-def _wait(job: dict[str, Any], view: SchedulerView, now: float) -> dict[str, Any] | None:
-    found = wait_of(job, view, now)
-    return None if found is None else found.view()
-
-
 @router.get("/{job_id}", response_model=JobDetail, response_model_exclude_unset=True)
 async def get_job(job_id: str, state: State, who: Caller) -> dict[str, Any]:
     stored = await _owned(state, who, job_id)
     detail = _detail(stored.record)
-    detail["wait"] = _wait(stored.record.summary(), await state.status.get(), state.clock.now())
+    detail["wait"] = wait_view(stored.record.summary(), await state.status.get(), state.clock.now())
     return detail
 
 

@@ -20,6 +20,7 @@ from federation.auth import Principal, Role
 from federation.fanout import FellBehind
 from federation.sse import Message
 from federation.store import CompactedError, StoreError
+from federation.waits import wait_view
 from federation.watch import (
     RETRY_AFTER,
     Listing,
@@ -41,7 +42,8 @@ _FORMAT = (
     "`{revision, job: <summary>, events: [<history entries>]}`, the first with the whole history (unless "
     "resuming), then one per change that added entries; `removed` when the record is deleted (the stream "
     "ends). A listing's stream: first `start` `{revision}` (what it follows from), then `jobs` messages "
-    "`{revision, changes: [{type: put|delete, job: <summary>}]}` (`delete`: the job left the listing). "
+    "`{revision, changes: [{type: put|delete, job: <summary>}]}` (`delete`: the job left the listing; a put's "
+    "summary carries `wait`, why it waits, as a listing's items do). "
     "`error` `{status, error}` ends a stream that cannot go on (410: history compacted, re-list; 503: "
     "reconnect, resuming after the last id read: the store's watch failed, or the client read too slowly). "
     "Comment lines (`: keepalive`) come every 15 s on an idle stream. Reconnect with "
@@ -168,9 +170,24 @@ async def watch_listing(
     if stream.after is not None:
         await _resumable(state, stream.after)
     after = stream.after if stream.after is not None else await state.store.revision()
-    return event_stream(
-        state, who, [listing_start(after)], listing_messages(state.hubs, listing, after, KEEPALIVE_EVERY)
-    )
+    changes = listing_messages(state.hubs, listing, after, KEEPALIVE_EVERY)
+    return event_stream(state, who, [listing_start(after)], _with_waits(state, changes))
+
+
+async def _with_waits(state: State, messages: AsyncIterator[Message | None]) -> AsyncIterator[Message | None]:
+    """Each job a listing's stream puts with its ``wait``, as the listing's items carry it (the reason as of
+    the leader's status when the change is sent), so a live table shows why as a listed one does."""
+    async for message in messages:
+        if message is not None and message.event == "jobs":
+            view, now = await state.status.get(), state.clock.now()
+            changes = [
+                {**change, "job": {**change["job"], "wait": wait_view(change["job"], view, now)}}
+                if change["type"] == "put"
+                else change
+                for change in message.data["changes"]
+            ]
+            message = Message(message.event, {**message.data, "changes": changes}, message.id)
+        yield message
 
 
 @router.get("/{job_id}/events", response_model=JobHistory, responses=STREAM_RESPONSES)

@@ -83,7 +83,7 @@ def _exit_code(exc: Exception) -> int | None:
     """The exit code for an error a command may raise; None: a bug, shown with its traceback."""
     if isinstance(exc, ValueError | OSError):  # bad input, or a file that cannot be read or written
         return EXIT_REFUSED
-    client = sys.modules.get("federation.client")  # a FedqError means the client was loaded
+    client = sys.modules.get("federation.client_base")  # a FedqError means a client was loaded
     if client is not None and isinstance(exc, client.FedqError):
         return EXIT_UNAVAILABLE if exc.status == 0 or exc.status >= 500 else EXIT_REFUSED
     return None

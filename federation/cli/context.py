@@ -1,7 +1,7 @@
 """Options every client command shares: where the server is, who we are, how to print.
 
 The HTTP client is imported when a command connects, not when the parser is built: ``--help`` and a
-usage error never pay for it.
+usage error never pay for it; a command that reads once takes the standard library's (``reader_from``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from federation.client import FedqClient
+    from federation.quick_client import QuickClient
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
 OUTPUTS = ("table", "wide", "json", "yaml")
@@ -84,14 +85,27 @@ def hoist_global_options(argv: Sequence[str], common: argparse.ArgumentParser) -
 
 
 def client_from(args: argparse.Namespace) -> FedqClient:
+    """The client of a command that streams or writes (httpx: pooled, streams)."""
     # httpx imports its own command line (click, rich.progress, pygments) when they are installed:
     # ~60 ms fedq never uses. Marked missing before httpx loads, httpx skips it (its fallback).
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     from federation.client import FedqClient
 
+    return FedqClient(*_where(args), ca=ca_from(args), cert=cert_from(args))
+
+
+def reader_from(args: argparse.Namespace) -> QuickClient:
+    """The client of a command that reads once and prints (``fedq jobs``, ``job``, ``explain``): the
+    standard library's, whose import costs a few milliseconds where httpx's costs ~60."""
+    from federation.quick_client import QuickClient
+
+    return QuickClient(*_where(args), ca=ca_from(args), cert=cert_from(args))
+
+
+def _where(args: argparse.Namespace) -> tuple[str, str | None]:
+    """``--server`` and ``--token``, or FEDQ_SERVER and FEDQ_TOKEN."""
     server = getattr(args, "server", None) or os.environ.get("FEDQ_SERVER") or DEFAULT_SERVER
-    token = getattr(args, "token", None) or os.environ.get("FEDQ_TOKEN")
-    return FedqClient(server, token, ca=ca_from(args), cert=cert_from(args))
+    return server, getattr(args, "token", None) or os.environ.get("FEDQ_TOKEN")
 
 
 def ca_from(args: argparse.Namespace) -> str | None:

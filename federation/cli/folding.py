@@ -5,7 +5,8 @@ would be; running and finished elements keep a row each (``--expand``: every ele
 Folded here, after every page is read, rather than by the API: the API pages in index key order
 (state, queue, id) and its ``continue`` token is an index key, so a fold on the server could only fold
 within one page, and the same array would come back split across pages with counts that depend on the
-page size. The client holds the whole listing before it sorts anyway.
+page size. The client holds the whole listing before it sorts anyway. The dashboard's Jobs view folds
+its page by this rule too: ``federation/ui/static/folding.js`` mirrors it, and tests/ui checks they agree.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from federation.cli import watching
-from federation.cli.context import client_from, output_of
+from federation.cli.context import client_from, output_of, reader_from
 from federation.cli.folding import fold_arrays
 from federation.cli.output import Column, emit, is_structured
 from federation.cli.states import UNFINISHED, state_named
@@ -17,16 +17,16 @@ from federation.ids import DEFAULT_TASK
 from policies.format import format_ago, format_resources, format_span, format_when, format_when_compact
 
 if TYPE_CHECKING:
-    from federation.client import FedqClient
+    from federation.client_base import ApiClient
 
 LOG_LINES = 10
 """The last lines of its output ``fedq job`` shows (``fedq logs`` shows them all)."""
 SORT_KEYS = ("id", "submit", "start", "end", "elapsed", "priority", "state", "name", "tenant", "queue", "cluster")
 
 
-def listing_filters(client: FedqClient, args: argparse.Namespace) -> dict[str, Any]:
-    """The server-side filters of ``fedq jobs``: states (each one request), a known queue (an inner
-    one lists its subtree), a tenant (``--mine``: the caller's own). ValueError for what is unknown."""
+def listing_filters(client: ApiClient, args: argparse.Namespace) -> dict[str, Any]:
+    """The server-side filters of ``fedq jobs``: states (none: any; several in one request), a known queue
+    (an inner one lists its subtree), a tenant (``--mine``: the caller's own). ValueError for what is unknown."""
     states = [state_named(text) for text in args.state or []]
     if not states and not args.all:
         states = list(UNFINISHED)
@@ -40,7 +40,7 @@ def listing_filters(client: FedqClient, args: argparse.Namespace) -> dict[str, A
         if me["role"] != "tenant":
             raise ValueError(f"--mine lists a tenant's own jobs: this is a {me['role']} token; use --tenant NAME")
         tenant = me["name"]
-    return {"states": states or [None], "queue": args.queue, "tenant": tenant}
+    return {"states": states, "queue": args.queue, "tenant": tenant}
 
 
 def _queue_paths(nodes: list[dict[str, Any]]) -> set[str]:
@@ -50,15 +50,13 @@ def _queue_paths(nodes: list[dict[str, Any]]) -> set[str]:
 def cmd_jobs(args: argparse.Namespace) -> int:
     """Every matching job once: the API pages in index order (state, queue, id), and a job that changed
     state while the pages were read is listed by its later read; then sorted and cut to ``--limit``."""
-    with client_from(args) as client:
-        filters = listing_filters(client, args)
-        if args.watch:
-            return watching.watch_table(client, args, filters, JOB_COLUMNS, job_rows)
-        latest = {
-            item["id"]: item
-            for state in filters["states"]
-            for item in client.jobs(state=state, queue=filters["queue"], tenant=filters["tenant"])
-        }
+    if args.watch:
+        with client_from(args) as client:
+            return watching.watch_table(client, args, listing_filters(client, args), JOB_COLUMNS, job_rows)
+    with reader_from(args) as quick:
+        filters = listing_filters(quick, args)
+        listing = quick.jobs(state=filters["states"] or None, queue=filters["queue"], tenant=filters["tenant"])
+        latest = {item["id"]: item for item in listing}
     items = sort_jobs(list(latest.values()), args.sort, args.now)
     items = (items if args.expand else fold_arrays(items))[: args.limit]
     shown = output_of(args)
@@ -167,14 +165,15 @@ _TIMES = (("submitted", "submit_time"), ("started", "start_time"), ("ended", "en
 
 
 def cmd_job(args: argparse.Namespace) -> int:
-    with client_from(args) as client:
-        if args.follow:
+    if args.follow:
+        with client_from(args) as client:
             return watching.follow_job(client, args.id, output_of(args), args.clock)
-        job = client.job(args.id)
+    with reader_from(args) as quick:
+        job = quick.job(args.id)
         if is_structured(output_of(args)):
             emit(job, output_of(args))
             return 0
-        output = list(client.logs(args.id, tail=LOG_LINES))
+        output = list(quick.logs(args.id, tail=LOG_LINES))
     emit(job, output_of(args), columns=["FIELD", Column("VALUE", fold=True)], rows=detail_rows(job, args.now))
     wide = output_of(args) == "wide"
     show_time = format_when if wide else format_when_compact
@@ -240,8 +239,8 @@ def detail_rows(job: dict[str, Any], now: float) -> list[list[Any]]:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    with client_from(args) as client:
-        why = client.request("GET", f"/v1/jobs/{args.id}/explain")
+    with reader_from(args) as quick:
+        why = quick.request("GET", f"/v1/jobs/{args.id}/explain")
     if is_structured(output_of(args)):
         emit(why, output_of(args))
         return 0

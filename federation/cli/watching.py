@@ -84,7 +84,7 @@ def watch_table(
     second as well, so its ages and elapsed times move while nothing changes."""
     from rich.live import Live
 
-    states = [state for state in filters["states"] if state is not None]
+    states = filters["states"]
     server_side = {"state": states[0] if len(states) == 1 else None, "queue": filters["queue"]}
     server_side["tenant"] = filters["tenant"]
     stream = client.watch_jobs(**server_side)
@@ -95,11 +95,8 @@ def watch_table(
         for message in stream:
             show(message)
         return 0
-    jobs = {
-        item["id"]: item
-        for state in filters["states"]
-        for item in client.jobs(state=state, queue=filters["queue"], tenant=filters["tenant"])
-    }
+    listing = client.jobs(state=states or None, queue=filters["queue"], tenant=filters["tenant"])
+    jobs = {item["id"]: item for item in listing}
     console = out.console
     changing = threading.Lock()  # Live redraws from its own thread while the stream's changes come in
 

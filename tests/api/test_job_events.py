@@ -141,6 +141,26 @@ async def test_a_listing_stream_shows_jobs_entering_and_leaving_its_state_and_on
     assert start.id < entered.id < left.id
 
 
+async def test_a_listing_stream_carries_why_each_put_job_waits_as_the_listing_does(live: tuple[Api, str]) -> None:
+    """Issue 36: ``fedq jobs --watch`` and the dashboard's live Jobs view show a waiting job's reason code
+    as a listed one does; the stream's puts carried no ``wait``, so a live REASON went blank."""
+    api, url = live
+    job_id = await submitted(api)
+    async with stream(url, api.tokens["alice"], "/v1/jobs", state="Pending") as pending:
+        await pending.next()  # the start
+        held = await api.http.post(f"/v1/jobs/{job_id}/hold", headers=api.auth("alice"))
+        assert held.status_code == 200, held.text
+        on_hold = await pending.next()
+        listed = (await api.http.get("/v1/jobs", params={"state": "Pending"}, headers=api.auth("alice"))).json()
+        released = await api.http.post(f"/v1/jobs/{job_id}/release", headers=api.auth("alice"))
+        assert released.status_code == 200, released.text
+        let_go = await pending.next()
+    waits = [[(c["type"], c["job"].get("wait")) for c in m.data["changes"]] for m in (on_hold, let_go)]
+    print(f"the stream's puts: held {waits[0]}, released {waits[1]}")
+    assert waits[0] == [("put", listed["items"][0]["wait"])] and waits[0][0][1]["code"] == "JobHeldUser", waits
+    assert waits[1] == [("put", {"code": "None", "text": "no scheduling cycle has considered it yet", "start": None})]
+
+
 async def test_a_removed_record_ends_its_stream(live: tuple[Api, str]) -> None:
     api, url = live
     job_id = await submitted(api)

@@ -74,6 +74,42 @@ async def test_pages_list_every_job_once_in_key_order(api_on: ApiFactory, filter
     assert all(item["state"] == jobs[item["id"]]["state"] for page in listed for item in page)
 
 
+@pytest.mark.parametrize("queue", [None, "scratch"], ids=["any-queue", "inner-queue"])
+async def test_several_states_are_one_listing_paged_in_key_order(api_on: ApiFactory, queue: str | None) -> None:
+    """``state=Pending&state=Succeeded``: what ``fedq jobs`` asks for its unfinished states in one listing
+    (it made a request per state: six, with their TLS round trips, of its start-up)."""
+    async with api_on() as api:
+        jobs = await populate(api)
+        params: dict[str, Any] = {"limit": 3, "state": ["Succeeded", "Pending"]}
+        if queue is not None:
+            params["queue"] = queue
+        listed, paged = [], 0
+        while params.get("continue", "") is not None:
+            response = await api.http.get("/v1/jobs", params=params, headers=api.auth("admin"))
+            assert response.status_code == 200, response.text
+            listed += [item["id"] for item in response.json()["items"]]
+            params["continue"], paged = response.json()["continue"], paged + 1
+    under = [job for job in jobs.values() if queue is None or job["queue"].startswith(f"{queue}.")]
+    wanted = {job["id"]: job for job in under if job["state"] in ("Pending", "Succeeded")}
+    print(f"{len(listed)} jobs of two states in {paged} pages; {len(wanted)} expected")
+    assert listed == in_key_order(wanted) and len(listed) > 3
+
+
+async def test_a_bad_state_is_a_422_naming_it_and_a_watch_takes_one_state(api_on: ApiFactory) -> None:
+    async with api_on() as api:
+        bad = await api.http.get("/v1/jobs", params={"state": ["Pending", "Sleeping"]}, headers=api.auth("admin"))
+        both = {"state": ["Pending", "Running"], "watch": "true"}
+        watched = await api.http.get("/v1/jobs", params=both, headers=api.auth("admin"))
+    print(bad.json(), watched.json())
+    assert bad.status_code == 422 and bad.json()["fields"][0]["field"] == "query.state[1]", bad.text  # the second
+    assert watched.status_code == 422 and watched.json()["fields"] == [
+        {
+            "field": "state",
+            "message": "a watch follows one state or all: give state at most once, and filter its changes",
+        }
+    ]
+
+
 async def test_the_tenant_filter_holds_on_every_page(api_on: ApiFactory) -> None:
     async with api_on() as api:
         jobs = await populate(api)
@@ -190,7 +226,7 @@ def test_fedq_jobs_shows_each_job_once_in_id_order(
         {**summary, "id": "a", "state": "Running"},
         {**summary, "id": "b", "state": "Running"},  # moved on while the pages were read
     ]
-    monkeypatch.setattr(cli_jobs, "client_from", lambda _: listing(read))
+    monkeypatch.setattr(cli_jobs, "reader_from", lambda _: listing(read))
 
     args = argparse.Namespace(
         state=None,

@@ -12,6 +12,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from federation.cli.folding import fold_arrays
 from tests.e2e.cluster import job
 from tests.e2e.support import ADMIN_TOKEN, REPO, cli, cli_json
 from tests.ui.pages import Dashboard, Watched
@@ -103,6 +104,61 @@ def test_a_submitted_job_appears_and_moves_without_a_reload(dashboard: Dashboard
     assert len([u for u in watched.requests if urlparse(u).path == "/ui/"]) == loads, "the page was reloaded"
 
 
+FOLD_IN_PAGE = """async (items) => {
+  const { foldArrays } = await import("/ui/static/folding.js");
+  return foldArrays(items).map(({ members, ...row }) => row);
+}"""
+
+
+def _variants(listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The listing, and the same array's elements in the shapes folding tells apart: a gap in the indexes,
+    one running, one of another reason, one of another waiting state, a lone one."""
+    elements = [item for item in listed if item.get("array_id")]
+    twisted = [{**item, "id": f"{item['id']}x", "array_id": f"{item['array_id']}x"} for item in elements]
+    twisted[1]["array_index"] = 9  # a gap: 0,2-5,9
+    twisted[2] = {**twisted[2], "state": "Running", "wait": None}
+    twisted[3] = {**twisted[3], "wait": {"code": "Priority", "text": "", "start": None}}
+    twisted[4] = {**twisted[4], "state": "Reserved"}
+    return listed + twisted + [{**twisted[0], "id": "lone", "array_id": "lone-array"}]
+
+
+def test_an_arrays_waiting_elements_fold_into_one_row_as_fedq_jobs_folds_them(
+    dashboard: Dashboard, watched: Watched
+) -> None:
+    """Issue 36: the Jobs view folds an array's waiting elements into one row, as ``fedq jobs`` does (its
+    rule's home is federation/cli/folding.py; the page's mirror folds the same items the same way), and
+    each fold opens to show its elements; "Every element" is ``--expand``."""
+    sweep = job("sweep", cpu="1", runtime="10m")
+    sweep["spec"]["array"] = {"count": 6}
+    submitted = dashboard.fed.admin.submit(sweep, tenant="bob", hold=True)  # held: they wait, all for one reason
+    array, ids = submitted["id"], submitted["ids"]
+    folded = f"{array}-[0-5]"
+    try:
+        watched.login(dashboard.url, dashboard.tokens["admin"])
+        watched.page.goto(f"{dashboard.url}/ui/#/jobs/state=Pending")
+        watched.page.wait_for_selector(f"tr[data-job='{folded}']")
+        rows = f"els => els.map(e => e.dataset.job).filter(id => id.startsWith('{array}'))"
+        shown = watched.page.eval_on_selector_all("tr[data-job]", rows)
+        by_cli = [item["id"] for item in fedq_json(dashboard, "jobs", "--state", "Pending")["items"]]
+        watched.page.click(f"tr[data-job='{folded}'] button.fold")
+        opened = watched.page.eval_on_selector_all("tr[data-job]", rows)
+        watched.page.click(f"tr[data-job='{folded}'] button.fold")
+        closed = watched.page.eval_on_selector_all("tr[data-job]", rows)
+        watched.page.check("#f-expand")
+        every = watched.page.eval_on_selector_all("tr[data-job]", rows)
+        items = _variants(list(dashboard.fed.admin.jobs(state="Pending")))
+        by_page, by_rule = watched.page.evaluate(FOLD_IN_PAGE, items), fold_arrays(items)
+    finally:
+        dashboard.fed.admin.act_on_many("cancel", array=array)
+    print(f"\nthe array's rows: folded {shown}, opened {opened}, closed {closed}, every element {every}")
+    print(f"fedq jobs: {[i for i in by_cli if i.startswith(array)]}; the page's fold of {len(items)} items: ", end="")
+    print([row["id"] for row in by_page])
+    assert shown == [folded] and [i for i in by_cli if i.startswith(array)] == [folded]
+    assert opened == [folded, *ids] and closed == [folded] and every == ids
+    assert by_page == by_rule, "the page's folding.js and federation/cli/folding.py disagree"
+    assert f"{array}x-[0,5,9]" in [row["id"] for row in by_page]  # the variants fold apart
+
+
 def test_cordon_from_the_page_shows_in_fedq_clusters(dashboard: Dashboard, watched: Watched) -> None:
     watched.login(dashboard.url, dashboard.tokens["admin"])
     watched.page.goto(f"{dashboard.url}/ui/#/clusters")
@@ -178,7 +234,9 @@ def test_the_jobs_view_pages_10000_jobs(
             f"\njobs view, 10,000+ jobs in the store: first page rendered {seconds:.3f} s after navigation "
             f"({in_page} ms in the page)"
         )
-    assert watched.page.locator("tr[data-job]").count() == 50
+    # A page holds 50 jobs: the array's held elements among them fold into one row (data-elements: how many).
+    held = "els => els.reduce((count, row) => count + Number(row.dataset.elements || 1), 0)"
+    assert watched.page.eval_on_selector_all("tr[data-job]", held) == 50
     watched.page.click("text=Next →")
     watched.page.wait_for_selector("text=Page 2")
     listed = [parse_qs(urlparse(u).query) for u in watched.requests if urlparse(u).path == "/v1/jobs"]

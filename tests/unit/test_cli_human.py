@@ -67,7 +67,7 @@ def table(
     def connect(_: argparse.Namespace) -> Iterator[Client]:
         yield client
 
-    monkeypatch.setattr(cli_jobs, "client_from", connect)
+    monkeypatch.setattr(cli_jobs, "reader_from", connect)
     monkeypatch.setenv("COLUMNS", "160")  # wide enough for every column, whatever the caller's terminal
     args = argparse.Namespace(
         id=client.job("")["id"],

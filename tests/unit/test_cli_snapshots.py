@@ -58,8 +58,9 @@ class Recorded:
     def __exit__(self, *_: object) -> None:
         return None
 
-    def jobs(self, state: str | None = None, **_: Any) -> Iterator[dict[str, Any]]:
-        return (job for job in DATA["jobs"] if state in (None, job["state"]))
+    def jobs(self, state: list[str] | None = None, **_: Any) -> Iterator[dict[str, Any]]:
+        """``state``: the states listed, as the CLI asks for them in one request (None: any)."""
+        return (job for job in DATA["jobs"] if state is None or job["state"] in state)
 
     def queues(self) -> dict[str, Any]:
         return dict(DATA["queues"])
@@ -81,8 +82,8 @@ def render(argv: list[str], width: int, monkeypatch: pytest.MonkeyPatch, capsys:
     def connect(_: argparse.Namespace) -> Iterator[Recorded]:
         yield Recorded()
 
-    for module in (cli_jobs, cli_report):
-        monkeypatch.setattr(module, "client_from", connect)
+    monkeypatch.setattr(cli_report, "client_from", connect)
+    monkeypatch.setattr(cli_jobs, "reader_from", connect)
     monkeypatch.setenv("COLUMNS", str(width))
     args = build_parser().parse_args(argv)
     args.now = DATA["now"]

@@ -169,8 +169,9 @@ class Listing:
     def __exit__(self, *_: object) -> None:
         return None
 
-    def jobs(self, state: str | None = None, **_: Any) -> Iterator[dict[str, Any]]:
-        return (item for item in self.items if state in (None, item["state"]))
+    def jobs(self, state: list[str] | None = None, **_: Any) -> Iterator[dict[str, Any]]:
+        """``state``: the states listed, as the CLI asks for them in one request (None: any)."""
+        return (item for item in self.items if state is None or item["state"] in state)
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +195,7 @@ def render(
     def connect(_: argparse.Namespace) -> Iterator[Listing]:
         yield listing
 
-    monkeypatch.setattr(cli_jobs, "client_from", connect)
+    monkeypatch.setattr(cli_jobs, "reader_from", connect)
     monkeypatch.setenv("COLUMNS", "160")
     args = build_parser().parse_args(argv)
     args.now = T

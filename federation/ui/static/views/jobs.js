@@ -1,8 +1,11 @@
 // Jobs: one page at a time of GET /v1/jobs (limit and continue: never every job at once), filtered by
 // state, queue subtree and tenant on the server and by text on the page, sortable by any column, and
-// kept live by the listing's event stream (GET /v1/jobs?watch=true with the same filters).
+// kept live by the listing's event stream (GET /v1/jobs?watch=true with the same filters). An array's
+// waiting elements fold into one row as `fedq jobs` folds them (../folding.js), each fold with an
+// expand control, and "Every element" shows them all (`fedq jobs --expand`).
 import { api, stream } from "../api.js";
 import { h, shortWhen, status } from "../dom.js";
+import { foldArrays } from "../folding.js";
 
 export const PAGE_SIZE = 50;
 const MAX_READS = 5; // a filtered page may come back short while `continue` is set: read on, a few times
@@ -40,6 +43,8 @@ export async function jobsView({ root, me, arg, signal }) {
   const server = { state, queue, tenant };
   let sort = { key: filters.get("sort") || "", dir: filters.get("dir") === "desc" ? -1 : 1 };
   let search = "";
+  let expandAll = false;
+  const opened = new Set(); // the folded rows shown with their elements under them
   const stages = state ? [state] : STATES; // the listings read one after another
   const tokens = [{ stage: 0, cursor: null }]; // where each page read so far starts: page n at tokens[n]
   let pageIndex = 0;
@@ -86,6 +91,8 @@ export async function jobsView({ root, me, arg, signal }) {
       tenantBox ? [h("label", { for: "f-tenant" }, "Tenant"), tenantBox, tenantList] : null,
       h("label", { for: "f-search" }, "Search this page"),
       searchBox,
+      h("label", { for: "f-expand" }, "Every element"),
+      h("input", { id: "f-expand", type: "checkbox", onchange: (e) => { expandAll = e.target.checked; draw(); } }),
     ),
     h("div", { class: "scroll" }, tableEl),
     pager,
@@ -110,11 +117,24 @@ export async function jobsView({ root, me, arg, signal }) {
     );
   }
 
+  // A folded row names its elements (`<array>-[0-5]`) and opens or closes them; an element's row links to its page.
+  function idCell(job) {
+    if (!job.elements) return h("th", { scope: "row" }, h("a", { href: `#/job/${encodeURIComponent(job.id)}` }, job.id));
+    const open = opened.has(job.id);
+    const toggle = () => {
+      if (open) opened.delete(job.id);
+      else opened.add(job.id);
+      draw();
+    };
+    const label = `${open ? "Hide" : "Show"} the ${job.elements} elements of ${job.id}`;
+    return h("th", { scope: "row" }, h("button", { type: "button", class: "fold", "aria-expanded": String(open), "aria-label": label, onclick: toggle }, open ? "▾" : "▸"), ` ${job.id}`);
+  }
+
   function row(job) {
     return h(
       "tr",
-      { dataset: { job: job.id, state: job.state, tenant: job.tenant }, class: fresh.has(job.id) ? "fresh" : "" },
-      h("th", { scope: "row" }, h("a", { href: `#/job/${encodeURIComponent(job.id)}` }, job.id)),
+      { dataset: { job: job.id, state: job.state, tenant: job.tenant, ...(job.elements ? { elements: job.elements } : {}) }, class: fresh.has(job.id) ? "fresh" : "" },
+      idCell(job),
       h("td", {}, job.name),
       h("td", {}, job.tenant),
       h("td", {}, job.queue),
@@ -131,7 +151,8 @@ export async function jobsView({ root, me, arg, signal }) {
   function draw() {
     let shown = search ? items.filter((j) => [j.id, j.name, j.wait?.code, j.reason, j.cluster, j.queue, j.tenant].some((v) => (v || "").toLowerCase().includes(search))) : items.slice();
     if (sort.key) shown.sort((a, b) => (a[sort.key] < b[sort.key] ? -sort.dir : a[sort.key] > b[sort.key] ? sort.dir : 0));
-    tbody.replaceChildren(...(shown.length ? shown.map(row) : [h("tr", {}, h("td", { colspan: COLUMNS.length }, "No jobs."))]));
+    const rows = expandAll ? shown : foldArrays(shown).flatMap((job) => (job.elements && opened.has(job.id) ? [job, ...job.members] : [job]));
+    tbody.replaceChildren(...(rows.length ? rows.map(row) : [h("tr", {}, h("td", { colspan: COLUMNS.length }, "No jobs."))]));
     pager.replaceChildren(
       h("button", { type: "button", disabled: pageIndex === 0, onclick: () => load(pageIndex - 1) }, "← Previous"),
       h("span", {}, ` Page ${pageIndex + 1} (${items.length} jobs${search ? `, ${shown.length} match` : ""}) `),
