@@ -388,41 +388,16 @@ class Run:
 
     async def schedulers(self, etcd: EtcdCluster, store: Store) -> None:
         """Cold start, memory, warm takeover, cycles, dispatch and the database's size."""
-        count = self.count
         cold = self.server(etcd, "cold")
-        first_cycle = asyncio.create_task(next_put(store, keys.STATUS, await store.put(BENCH_KEY, b"cold")))
-        started = time.perf_counter()
+        clock = ManualClock(time.time())  # frozen: the clusters never go silent while the bench runs
+        standby = SchedulerService(store, self.config, clock)
         try:
-            await asyncio.to_thread(cold.start)
-            await first_cycle
-            self.found["cold start (spawn to first cycle)"] = time.perf_counter() - started
-            assert cold.process is not None
-            scheduler_rss = sum(rss(child) for child in children(cold.process.pid))
-            print(f"  the cold scheduler process: {scheduler_rss / count:,.0f} B resident per pending job")
-
-            clock = ManualClock(time.time())  # frozen: the clusters never go silent while the bench runs
-            standby = SchedulerService(store, self.config, clock)
-            gc.collect()
-            tracemalloc.start()
-            started = time.perf_counter()
-            await standby.follow()
-            loaded = time.perf_counter() - started
-            gc.collect()
-            held = tracemalloc.get_traced_memory()[0]
-            tracemalloc.stop()
-            assert standby.state is not None
-            pending = len(standby.state.pending)
-            self.found["scheduler memory per pending job"] = held / pending
-            print(f"  a stand-by loaded {pending:,} pending jobs in {loaded:.1f} s (under tracemalloc)")
-            assert not await standby.lead()
-
+            await self.cold_start(cold, store)
+            await self.stand_by(standby)
             died = await store.put(BENCH_KEY, b"kill")
             lease_gone = asyncio.create_task(next_delete(store, keys.LEADER, died))
             killed = time.perf_counter()
             cold.kill()  # the scheduler child dies with it (federation/parent_death.py)
-        finally:
-            await asyncio.to_thread(cold.stop)
-        try:
             await lease_gone
             began = time.perf_counter()
             leads = await standby.lead()
@@ -432,7 +407,41 @@ class Run:
             await self.cycles(store, standby, clock)
             self.found["etcd database size"] = max(member.size for member in await store.members())
         finally:
+            await asyncio.to_thread(cold.stop)
             await standby.close()
+
+    async def cold_start(self, cold: ServerProcess, store: Store) -> None:
+        """From spawning ``cold`` to its scheduler's first cycle (its first status write)."""
+        first_cycle = asyncio.create_task(next_put(store, keys.STATUS, await store.put(BENCH_KEY, b"cold")))
+        started = time.perf_counter()
+        try:
+            await asyncio.to_thread(cold.start)
+            await first_cycle
+        finally:
+            first_cycle.cancel()
+        self.found["cold start (spawn to first cycle)"] = time.perf_counter() - started
+        assert cold.process is not None
+        resident = sum(rss(child) for child in children(cold.process.pid))
+        print(
+            f"  the cold scheduler process: {resident / GI:.2f} GiB resident, "
+            f"{resident / self.count:,.0f} B per pending job"
+        )
+
+    async def stand_by(self, standby: SchedulerService) -> None:
+        """Load ``standby`` under tracemalloc (what it holds per pending job); it must not lead."""
+        gc.collect()
+        tracemalloc.start()
+        started = time.perf_counter()
+        await standby.follow()
+        loaded = time.perf_counter() - started
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        assert standby.state is not None
+        pending = len(standby.state.pending)
+        self.found["scheduler memory per pending job"] = held / pending
+        print(f"  a stand-by loaded {pending:,} pending jobs in {loaded:.1f} s (under tracemalloc)")
+        assert not await standby.lead()
 
     async def cycles(self, store: Store, standby: SchedulerService, clock: ManualClock) -> None:
         args = self.args
@@ -447,7 +456,10 @@ class Run:
             started = time.perf_counter()
             plan = await standby.cycle()
             times.append(time.perf_counter() - started)
-            print(f"    cycle: {times[-1] * 1000:.0f} ms, {len(plan.dispatches):,} dispatched")
+            print(
+                f"    cycle: {times[-1] * 1000:.0f} ms, planning {plan.seconds * 1000:.0f} ms of it, "
+                f"{len(plan.dispatches):,} dispatched"
+            )
         self.found["global cycle (median)"] = statistics.median(times)
         for c in range(CLUSTERS):
             await clusters.report(f"cluster-{c}", roomy())
