@@ -47,10 +47,8 @@ import gc
 import json
 import os
 import random
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -64,7 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cycle import CLUSTERS, TENANTS, cluster_report, pending_manifest, queue_tree  # noqa: E402
 from dispatch import join_clusters  # noqa: E402
-from list import median_of, timed  # noqa: E402
+from list import median_of, run_in_temp_dir, timed  # noqa: E402
 from machine import speed_marker  # noqa: E402
 
 from federation import keys  # noqa: E402
@@ -530,12 +528,7 @@ def main() -> None:
     args = parser.parse_args()
     configure_logging("warning")
     print(speed_marker(), flush=True)
-    work = Path(tempfile.mkdtemp(prefix="fedq-bench-scale-"))
-    try:
-        met = asyncio.run(run(args, work))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    sys.exit(0 if met else 1)
+    run_in_temp_dir(run, args, "fedq-bench-scale-")
 
 
 if __name__ == "__main__":
