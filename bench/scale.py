@@ -135,6 +135,9 @@ def figures(leader_ttl: float) -> dict[str, Figure]:
     }
 
 
+FIGURES = figures(LEASE_TTL)
+
+
 def shown(unit: str, value: float) -> str:
     if unit == "ms":
         return f"{value * 1000:,.0f} ms"
@@ -253,31 +256,30 @@ def p99(values: list[float]) -> float:
     return sorted(values)[int(0.99 * (len(values) - 1))]
 
 
-async def reads(http: httpx.AsyncClient, token: str, count: int, args: argparse.Namespace) -> dict[str, float]:
-    """The listing, queue view, explain and quota report figures (medians of ``--runs``)."""
+async def reads(
+    http: httpx.AsyncClient, token: str, count: int, args: argparse.Namespace, note: Callable[[str, float], None]
+) -> None:
+    """The listing, queue view, explain and quota report figures (medians of ``--runs``; one report)."""
     admin = {"Authorization": f"Bearer {ADMIN}"}
     tenant = {"Authorization": f"Bearer {token}"}
     first = {"limit": args.limit}
-    found: dict[str, float] = {}
-    found["first page"] = await median_of(args.runs, lambda: http.get("/v1/jobs", params=first, headers=admin))
+    note("first page", await median_of(args.runs, lambda: http.get("/v1/jobs", params=first, headers=admin)))
     later = min(LATER_PAGE, -(-count // args.limit))
     params: dict[str, object] = dict(first)
     for _ in range(later - 1):
         params["continue"] = (await timed(http, admin, params))[1]["continue"]
     if later < LATER_PAGE:
         print(f"  (page {LATER_PAGE} timed as page {later}, the last of {count:,} jobs)")
-    found[f"page {LATER_PAGE}"] = await median_of(args.runs, lambda: http.get("/v1/jobs", params=params, headers=admin))
+    note(f"page {LATER_PAGE}", await median_of(args.runs, lambda: http.get("/v1/jobs", params=params, headers=admin)))
     items = (await timed(http, tenant, first))[1]["items"]
-    found["a tenant's first page"] = await median_of(
-        args.runs, lambda: http.get("/v1/jobs", params=first, headers=tenant)
+    note(
+        "a tenant's first page", await median_of(args.runs, lambda: http.get("/v1/jobs", params=first, headers=tenant))
     )
-    found["GET /v1/queues"] = await median_of(args.runs, lambda: http.get("/v1/queues", headers=admin))
+    note("GET /v1/queues", await median_of(args.runs, lambda: http.get("/v1/queues", headers=admin)))
     pending = next(item["id"] for item in items if item["state"] == "Pending")
-    found["explain"] = await median_of(args.runs, lambda: http.get(f"/v1/jobs/{pending}/explain", headers=tenant))
-    # three at most: one took a minute at 1,000,000 jobs (it reads every job's record)
-    reports = min(args.runs, 3)
-    found["quota report"] = await median_of(reports, lambda: http.get("/v1/reports/quota", headers=admin))
-    return found
+    note("explain", await median_of(args.runs, lambda: http.get(f"/v1/jobs/{pending}/explain", headers=tenant)))
+    # once: it reads every job's record, past several minutes at 1,000,000 jobs (2026-12-04)
+    note("quota report", await median_of(1, lambda: http.get("/v1/reports/quota", headers=admin)))
 
 
 async def next_put(store: Store, key: str, after: int) -> None:
@@ -328,6 +330,11 @@ class Run:
         self.config_path.write_text(json.dumps(SETTINGS))  # JSON is YAML
         self.config = FederationConfig.model_validate(SETTINGS)
 
+    def note(self, name: str, value: float) -> None:
+        """Keep a figure and print it at once (a run cut short still shows what it measured)."""
+        self.found[name] = value
+        print(f"  {name}: {shown(FIGURES[name].unit, value)}", flush=True)
+
     def server(self, etcd: EtcdCluster, name: str) -> ServerProcess:
         return ServerProcess(
             etcd.connection,
@@ -363,7 +370,7 @@ class Run:
                 lost_before = server.log(tail=10**9).count(LOST)
                 firsts = [(tokens[f"tenant-{t}"], single(rng, t)) for t in range(args.tenants)]
                 started, latencies, answered = await send(http, firsts, args.in_flight)
-                self.found["a tenant's first submit (median)"] = statistics.median(latencies)
+                self.note("a tenant's first submit (median)", statistics.median(latencies))
                 print(
                     f"  each tenant's first submit (its quota sum): p99 {p99(latencies) * 1000:,.0f} ms, "
                     f"{max(answered) - started:.1f} s for {args.tenants:,} tenants, {args.in_flight} at once"
@@ -374,8 +381,8 @@ class Run:
                 lost = server.log(tail=10**9).count(LOST) - lost_before
                 seconds = max(answered) - started
                 tail_rate = count / 10 / (max(answered) - sorted(answered)[len(answered) * 9 // 10])
-                self.found["bulk submit"] = count / seconds
-                self.found["lost leader leases during the burst"] = lost
+                self.note("bulk submit", count / seconds)
+                self.note("lost leader leases during the burst", lost)
                 print(
                     f"  submitted {count:,} jobs in {len(bulk):,} requests, {seconds:.1f} s; the last tenth at "
                     f"{tail_rate:,.0f} jobs/s; request p99 {p99(latencies) * 1000:,.0f} ms"
@@ -383,9 +390,9 @@ class Run:
                 print("  " + memory_line(etcd, server))
                 singles = [(tokens["tenant-0"], single(rng, j)) for j in range(args.singles)]
                 latencies = (await send(http, singles, 1))[1]
-                self.found["single submit p50"] = statistics.median(latencies)
-                self.found["single submit p99"] = p99(latencies)
-                self.found.update(await reads(http, tokens["tenant-1"], count, args))
+                self.note("single submit p50", statistics.median(latencies))
+                self.note("single submit p99", p99(latencies))
+                await reads(http, tokens["tenant-1"], count, args, self.note)
         finally:
             await asyncio.to_thread(server.stop)
 
@@ -404,11 +411,12 @@ class Run:
             await lease_gone
             began = time.perf_counter()
             leads = await standby.lead()
-            self.found["lead() alone"] = time.perf_counter() - began
-            self.found["warm takeover"] = time.perf_counter() - killed
+            led = time.perf_counter()
+            self.note("lead() alone", led - began)
+            self.note("warm takeover", led - killed)
             assert leads, "the stand-by did not lead once the killed leader's lease ran out"
             await self.cycles(store, standby, clock)
-            self.found["etcd database size"] = max(member.size for member in await store.members())
+            self.note("etcd database size", max(member.size for member in await store.members()))
         finally:
             await asyncio.to_thread(cold.stop)
             await standby.close()
@@ -422,7 +430,7 @@ class Run:
             await first_cycle
         finally:
             first_cycle.cancel()
-        self.found["cold start (spawn to first cycle)"] = time.perf_counter() - started
+        self.note("cold start (spawn to first cycle)", time.perf_counter() - started)
         assert cold.process is not None
         resident = sum(rss(child) for child in children(cold.process.pid))
         print(
@@ -442,7 +450,7 @@ class Run:
         tracemalloc.stop()
         assert standby.state is not None
         pending = len(standby.state.pending)
-        self.found["scheduler memory per pending job"] = held / pending
+        self.note("scheduler memory per pending job", held / pending)
         print(f"  a stand-by loaded {pending:,} pending jobs in {loaded:.1f} s (under tracemalloc)")
         assert not await standby.lead()
 
@@ -463,13 +471,13 @@ class Run:
                 f"    cycle: {times[-1] * 1000:.0f} ms, planning {plan.seconds * 1000:.0f} ms of it, "
                 f"{len(plan.dispatches):,} dispatched"
             )
-        self.found["global cycle (median)"] = statistics.median(times)
+        self.note("global cycle (median)", statistics.median(times))
         for c in range(CLUSTERS):
             await clusters.report(f"cluster-{c}", roomy())
         await standby.sync()
         dispatched, seconds, cycles = await dispatch_until(standby, args.dispatch)
         print(f"  dispatched {dispatched:,} jobs in {cycles} cycles, {seconds:.2f} s")
-        self.found["dispatch"] = dispatched / seconds
+        self.note("dispatch", dispatched / seconds)
 
     async def restore(self, etcd: EtcdCluster) -> None:
         """SIGKILL one follower (the only member, alone) and start it again on its data dir."""
@@ -483,16 +491,16 @@ class Run:
             await alone.get(BENCH_KEY)  # linearizable: served once it has applied the leader's commit index
         finally:
             await alone.close()
-        self.found["restore a killed member"] = time.perf_counter() - started
+        self.note("restore a killed member", time.perf_counter() - started)
         print(f"  restored member {victim} ({'the only member' if victim == leader else 'a follower'})")
 
 
-def table(sizes: list[int], results: list[dict[str, float]], specs: dict[str, Figure]) -> bool:
+def table(sizes: list[int], results: list[dict[str, float]]) -> bool:
     """Each figure at every size, the ratio of the largest size to the smallest, and its target."""
     print()
     print(f"{'figure':38}" + "".join(f"{size:>15,}" for size in sizes) + "    ratio  target")
     met = True
-    for name, spec in specs.items():
+    for name, spec in FIGURES.items():
         values = [found[name] for found in results]
         ratio = f"{values[-1] / values[0]:6.2f}x" if len(values) > 1 and values[0] else "      -"
         verdict = ""
@@ -507,16 +515,13 @@ def table(sizes: list[int], results: list[dict[str, float]], specs: dict[str, Fi
 
 
 async def run(args: argparse.Namespace, work: Path) -> bool:
-    specs = figures(LEASE_TTL)
     results = []
     for count in args.jobs:
         print(f"{count:,} jobs, etcd of {args.members} member{'s' if args.members > 1 else ''}:", flush=True)
         (work / str(count)).mkdir()
         found = await Run(args, count, work / str(count)).measure()
-        for name, spec in specs.items():
-            print(f"  {name}: {shown(spec.unit, found[name])}")
         results.append(found)
-    return table(args.jobs, results, specs)
+    return table(args.jobs, results)
 
 
 def main() -> None:
