@@ -112,11 +112,17 @@ def stored(record: JobRecord) -> tuple[JobRecord, bytes]:
     return JobRecord.from_bytes(raw), raw
 
 
-def pending_record(rng: random.Random, j: int) -> JobRecord:
+def pending_manifest(rng: random.Random, j: int) -> JobManifest:
+    """The j-th pending job's manifest: its shape drawn from ``rng``, in its leaf queue (bench/scale.py
+    submits these through the API)."""
     base = manifest(
         rng.choice((1, 1, 1, 2, 4)), rng.randrange(3), rng.choice(("1h", "4h")), j % 7 == 0, rng.randint(0, 5)
     )
-    return expand(in_queue(base, leaf(j)), f"tenant-{j % TENANTS}", NOW - rng.uniform(0, 86400))[0]
+    return in_queue(base, leaf(j))
+
+
+def pending_record(rng: random.Random, j: int) -> JobRecord:
+    return expand(pending_manifest(rng, j), f"tenant-{j % TENANTS}", NOW - rng.uniform(0, 86400))[0]
 
 
 def cluster_report(rng: random.Random, c: int, running: list[JobRecord]) -> ClusterReport:

@@ -127,12 +127,14 @@ async def raw_rates(store: Store, args: argparse.Namespace, max_txn_ops: int) ->
     return await raw_txn_put_rate(store, args.raw), await raw_change_rate(store, args.jobs, template, per_txn)
 
 
-async def join_clusters(store: Store, jobs: int, clock: ManualClock) -> int:
-    """Join clusters (single-use join tokens) with room for every job and half again; returns how many."""
+async def join_clusters(store: Store, jobs: int, clock: ManualClock, clusters: int | None = None) -> int:
+    """Join clusters (single-use join tokens) with room for every job and half again, or ``clusters`` of
+    them; returns how many."""
     repository = JobRepository(store)
     tokens = TokenStore(store, clock)
     service = ClusterService(store, repository, tokens, clock)
-    clusters = -(-3 * jobs // (2 * 32 * NODES_PER_CLUSTER))
+    if clusters is None:
+        clusters = -(-3 * jobs // (2 * 32 * NODES_PER_CLUSTER))
     for c in range(clusters):
         name = f"cluster-{c}"
         token = await tokens.issue(Role.JOIN, name)

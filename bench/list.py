@@ -37,7 +37,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -213,7 +213,14 @@ def main() -> None:
     parser.add_argument("--data", type=Path, help="keep each size's loaded etcd here and reuse it next time")
     args = parser.parse_args()
     configure_logging("warning")
-    work = Path(tempfile.mkdtemp(prefix="fedq-bench-list-"))
+    run_in_temp_dir(run, args, "fedq-bench-list-")
+
+
+def run_in_temp_dir(
+    run: Callable[[argparse.Namespace, Path], Coroutine[Any, Any, bool]], args: argparse.Namespace, prefix: str
+) -> None:
+    """``run(args, work)`` in a temp dir removed after it; exits 1 unless it says every target was met."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
     try:
         met = asyncio.run(run(args, work))
     finally:
