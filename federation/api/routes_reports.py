@@ -22,7 +22,7 @@ from federation.api.errors import ERROR_RESPONSES, ApiError
 from federation.api.state import ServerState
 from federation.auth import Principal, Role
 from federation.models import QueueTree
-from federation.reports.facts import JobFacts
+from federation.reports.facts import JobsRead
 from federation.reports.metrics import QuotaCollector
 from federation.reports.models import QuotaReport, UserPrioReport
 from federation.reports.quota import UnknownQueue, build_quota_report, known_tenants
@@ -41,7 +41,7 @@ METRICS_MIN_INTERVAL = 10.0
 class Inputs:
     snapshot: AccountingSnapshot
     tree: QueueTree
-    jobs: list[JobFacts]
+    jobs: JobsRead
 
 
 def _who_sees(who: Principal, tenant: str | None) -> str | None:

@@ -22,7 +22,7 @@ from federation.joblogs.store import LogStore
 from federation.jobs import JobRepository
 from federation.models import QueueTree, QueueTreeConfig
 from federation.quotas import QuotaLedger, StoreBudget
-from federation.reports.facts import JobFacts, load_job_facts
+from federation.reports.facts import JobsRead, read_jobs
 from federation.store import Compare, Store
 from federation.submits import Submits
 from federation.waits import StatusCache
@@ -98,22 +98,22 @@ JOBS_FRESH_FOR = 5.0
 
 
 class ReportGate:
-    """Reads of every job record (reports) run ``REPORTS_AT_ONCE`` at a time per replica, with at most
-    ``REPORTS_WAITING`` more queued; past that a caller gets a 429, so one tenant's report calls cost the
-    replica one worker thread, never the event loop. The records are read a page at a time and kept as
-    facts (``federation/reports/facts.py``), a tenth of their memory or less; the facts are reused for
+    """Reads of every job's index entry (reports) run ``REPORTS_AT_ONCE`` at a time per replica, with at
+    most ``REPORTS_WAITING`` more queued; past that a caller gets a 429, so one tenant's report calls cost
+    the replica one worker thread, never the event loop. The entries are read a page at a time and kept
+    as facts, queued jobs as counts (``federation/reports/facts.py``); the facts are reused for
     ``JOBS_FRESH_FOR`` seconds, so however many reports are asked for, a replica reads them at most
     once in that time (a report's job counts may be that much behind; its usage is not)."""
 
     def __init__(self) -> None:
         self._running = asyncio.Semaphore(REPORTS_AT_ONCE)
         self._waiting = 0
-        self._jobs: list[JobFacts] = []
+        self._jobs = JobsRead()
         self._read_at = float("-inf")
 
-    async def jobs(self, store: Store, now: float) -> list[JobFacts]:
+    async def jobs(self, store: Store, now: float) -> JobsRead:
         if now - self._read_at >= JOBS_FRESH_FOR or now < self._read_at:
-            self._jobs, self._read_at = await load_job_facts(store), now
+            self._jobs, self._read_at = await read_jobs(store), now
         return self._jobs
 
     @asynccontextmanager

@@ -1,34 +1,39 @@
-"""``JobFacts``: the part of a job record that reports read, kept instead of the record.
+"""``JobsRead``: what reports know of the jobs, read from the job index instead of the records.
 
-A report over 100,000 jobs holds every job at once: as parsed records (spec, env, history) about
-420 MB on the replica for small one-task jobs (4.2 KB each), as facts about 36 MB (364 B each).
-Records are read a page at a time and each page is turned into facts in a worker thread, so the
-event loop never decodes more than one page's reply at once.
+A report needs, for each job that left the queue, its tenant, queue, cluster, state and times; for a
+queued job only where it waits. So it reads the tenant index (``tenant-view/<tenant>/<state>/<queue>/
+<id>``: the list view of every job, a few hundred bytes, plain JSON), parses the entries of jobs that
+left the queue, and only counts the queued ones from their keys: at 1,000,000 pending jobs a report
+holds a count per tenant and queue, not a million objects, and decodes no record (a record's pydantic
+parse is several times a list view's JSON parse). The index is read in ``Store.pages``, at one
+revision, each page turned into facts in a worker thread, so the event loop decodes one page at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TypeVar
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pydantic_core
 
 from federation import keys
 from federation.models import JobRecord, JobState
 from federation.store import KeyValue, Store
 
-PAGE = 500
-"""Records per read: a page's reply is decoded in a few milliseconds of the event loop."""
-T = TypeVar("T")
+QUEUED = frozenset(state.value for state in JobState if state.queued)
 
 
 @dataclass(frozen=True, slots=True)
 class JobFacts:
+    """A job that left the queue: running, on its way to a cluster, or ended."""
+
     tenant: str
     queue: str
     cluster: str
     state: JobState
-    resources: Mapping[str, float]  # all its tasks together
     submit_time: float
     start_time: float | None
     end_time: float | None
@@ -40,31 +45,57 @@ class JobFacts:
             record.queue,
             record.cluster,
             record.state,
-            record.spec.total_resources(),
             record.submit_time,
             record.start_time,
             record.end_time,
         )
 
+    @staticmethod
+    def of_view(view: dict[str, Any]) -> JobFacts:
+        """From a job's list view (``JobRecord.summary``, the index's value)."""
+        return JobFacts(
+            view["tenant"],
+            view["queue"],
+            view["cluster"],
+            JobState(view["state"]),
+            view["submit_time"],
+            view["start_time"],
+            view["end_time"],
+        )
 
-def _facts(kvs: list[KeyValue]) -> list[JobFacts]:
-    return [JobFacts.of(JobRecord.from_bytes(kv.value)) for kv in kvs]
+
+@dataclass
+class JobsRead:
+    """Facts of every job that left the queue, and the queued jobs counted by tenant and queue."""
+
+    facts: list[JobFacts] = field(default_factory=list)
+    queued: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    @staticmethod
+    def of(records: Iterable[JobRecord]) -> JobsRead:
+        read = JobsRead()
+        for record in records:
+            if record.state.queued:
+                read.queued[record.tenant, record.queue] += 1
+            else:
+                read.facts.append(JobFacts.of(record))
+        return read
+
+    def tenants(self) -> set[str]:
+        return {job.tenant for job in self.facts} | {tenant for tenant, _ in self.queued}
+
+    def _add_page(self, kvs: list[KeyValue]) -> None:
+        for kv in kvs:
+            tenant, state, rest = kv.key[len(keys.TENANT_INDEX) :].split("/", 2)
+            if state in QUEUED:
+                self.queued[tenant, rest.rpartition("/")[0]] += 1
+            else:
+                self.facts.append(JobFacts.of_view(pydantic_core.from_json(kv.value)))
 
 
-async def load_job_facts(store: Store) -> list[JobFacts]:
-    """Every job's facts (``read_jobs``)."""
-    return await read_jobs(store, _facts)
-
-
-async def read_jobs(store: Store, convert: Callable[[list[KeyValue]], list[T]]) -> list[T]:
-    """Every job record, read ``PAGE`` at a time and each page turned by ``convert`` in a worker thread
-    into what the caller keeps. Pages are read at successive revisions, so a job that moves while the
-    caller reads may be seen in its old or its new state, never twice."""
-    out: list[T] = []
-    start, end = keys.JOBS, keys.prefix_end(keys.JOBS)
-    while True:
-        kvs = (await store.snapshot(start, limit=PAGE, end=end)).kvs
-        out.extend(await asyncio.to_thread(convert, kvs))
-        if len(kvs) < PAGE:
-            return out
-        start = kvs[-1].key + "\0"
+async def read_jobs(store: Store) -> JobsRead:
+    """Every job as a report sees it, from the tenant index at one revision."""
+    read = JobsRead()
+    async for page in store.pages(keys.TENANT_INDEX):
+        await asyncio.to_thread(read._add_page, page.kvs)
+    return read

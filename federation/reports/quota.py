@@ -8,14 +8,14 @@ limits each row to the usage and jobs in that subtree.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from federation.accounting.history import Amounts
 from federation.accounting.past import past_priorities
 from federation.accounting.snapshot import AccountingSnapshot, SeriesKey
 from federation.models import JobState, QueueTree
-from federation.reports.facts import JobFacts
+from federation.reports.facts import JobFacts, JobsRead
 from federation.reports.models import Amount, ClusterRow, QueueRow, QuotaReport, TenantRow, UsageSeries
 from federation.reports.targets import Priorities, borrowed_and_lent, entitlements
 from federation.simulator.metrics import percentile
@@ -50,7 +50,7 @@ class _Usage:
 def build_quota_report(
     snapshot: AccountingSnapshot,
     tree: QueueTree,
-    jobs: Sequence[JobFacts],
+    jobs: JobsRead,
     capacity: Mapping[str, float],
     *,
     since: float,
@@ -73,8 +73,10 @@ def build_quota_report(
             leaves.setdefault(t, set()).add(node.path)
     for t, q, _ in snapshot.series:
         leaves.setdefault(t, set()).add(q)
-    for job in jobs:
+    for job in jobs.facts:
         leaves.setdefault(job.tenant, set()).add(job.queue)
+    for t, q in jobs.queued:
+        leaves.setdefault(t, set()).add(q)
     scoped = {t: {q for q in qs if in_scope(q)} for t, qs in leaves.items()}
     lanes = [(q, t) for t, qs in leaves.items() for q in qs]
     capacity_units = res.units(capacity, weights)
@@ -88,13 +90,16 @@ def build_quota_report(
         if t in per_tenant and in_scope(q):
             for usage in (per_tenant[t], per_cluster.setdefault((t, c), _Usage())):
                 _add_series(usage, meter.rates, meter.units, window[key].seconds, window[key].unit_seconds)
-    for job in jobs:
+    for job in jobs.facts:
         if job.tenant in per_tenant and in_scope(job.queue):
             targets_of = [per_tenant[job.tenant]]
             if job.cluster:
                 targets_of.append(per_cluster.setdefault((job.tenant, job.cluster), _Usage()))
             for usage in targets_of:
                 _count_job(usage, job, since, until)
+    for (t, q), queued in jobs.queued.items():
+        if t in per_tenant and in_scope(q):
+            per_tenant[t].pending += queued
 
     allocated_total = sum(m.units for m in snapshot.series.values())
     window_total = sum(a.unit_seconds for a in window.values())
@@ -162,9 +167,9 @@ def build_quota_report(
     )
 
 
-def known_tenants(tree: QueueTree, snapshot: AccountingSnapshot, jobs: Iterable[JobFacts]) -> set[str]:
+def known_tenants(tree: QueueTree, snapshot: AccountingSnapshot, jobs: JobsRead) -> set[str]:
     """Tenants named by the queue tree, the accounting or a job: the ones a report can be asked about."""
-    return tree.tenants() | snapshot.tenants.keys() | snapshot.factors.keys() | {j.tenant for j in jobs}
+    return tree.tenants() | snapshot.tenants.keys() | snapshot.factors.keys() | jobs.tenants()
 
 
 def _scope(tree: QueueTree, queue: str | None) -> Callable[[str], bool]:
@@ -187,8 +192,6 @@ def _add_series(usage: _Usage, rates: Amount, units: float, seconds: Amount, uni
 def _count_job(usage: _Usage, job: JobFacts, since: float, until: float) -> None:
     if job.state in ON_A_CLUSTER:
         usage.running += 1
-    elif job.state.queued:
-        usage.pending += 1
     elif job.end_time is not None and since <= job.end_time <= until:
         if job.state is JobState.SUCCEEDED:
             usage.completed += 1
@@ -231,6 +234,14 @@ def _tenant_cap(tree: QueueTree, scoped: set[str]) -> Amount:
     return {r: sum(cap[r] for cap in caps) for r in sorted(common)}
 
 
+def _count_up(tree: QueueTree, queue: str, counts: dict[str, list[int]], column: int, n: int) -> None:
+    """Add ``n`` to ``column`` of ``queue``'s counts and of every queue above it."""
+    walk = tree.get(queue)
+    while walk is not None:
+        counts[walk.path][column] += n
+        walk = walk.parent
+
+
 def _cluster_row(cluster: str, usage: _Usage) -> ClusterRow:
     return ClusterRow(
         cluster=cluster,
@@ -247,7 +258,7 @@ def _cluster_row(cluster: str, usage: _Usage) -> ClusterRow:
 def _queue_rows(
     tree: QueueTree,
     snapshot: AccountingSnapshot,
-    jobs: Iterable[JobFacts],
+    jobs: JobsRead,
     slices: Mapping[str, float],
     window: Mapping[SeriesKey, Amounts],
     in_scope: Callable[[str], bool],
@@ -265,12 +276,11 @@ def _queue_rows(
         borrowed.update(b)
         lent.update(lt)
     counts: dict[str, list[int]] = {p: [0, 0] for p in tree.nodes}
-    for job in jobs:
-        walk = tree.get(job.queue)
-        while walk is not None:
-            counts[walk.path][0] += job.state in ON_A_CLUSTER
-            counts[walk.path][1] += job.state.queued
-            walk = walk.parent
+    for job in jobs.facts:
+        if job.state in ON_A_CLUSTER:
+            _count_up(tree, job.queue, counts, 0, 1)
+    for (_, q), queued in jobs.queued.items():
+        _count_up(tree, q, counts, 1, queued)
     rows = []
     for path, node in sorted(tree.nodes.items()):
         if not in_scope(path):

@@ -16,6 +16,7 @@ from federation import keys
 from federation.jobs import JobRepository, expand
 from federation.models import JobManifest, JobRecord, JobState
 from federation.quotas import tenant_usage
+from federation.reports.facts import JobFacts
 from federation.store import Op, Store
 from federation.tenant_index import ensure_tenant_index
 from tests.api.conftest import ApiFactory
@@ -206,3 +207,49 @@ async def test_the_queue_view_counts_once_then_follows_the_index(
             (vision[0], vision[1] + 1),
         )
         assert sum(walked) == 0, f"the next views walked {sum(walked)} keys"
+
+
+async def test_a_quota_report_reads_the_index_and_parses_only_jobs_out_of_the_queue(
+    api_on: ApiFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A quota report reads the tenant index, never a job record, and parses only the entries of jobs that
+    left the queue; queued ones are counted from their keys. Before, it decoded every record in pages of
+    500, each of which etcd 3.5 walked to the end of the range: 36.7 s at 300,000 jobs, and at 1,000,000
+    ``bench/scale.py`` never got past it (issue 35)."""
+    async with api_on() as api:
+        await crowded(api)
+        read: list[str] = []
+        real_pages, real_snapshot, real_of = api.store.pages, api.store.snapshot, JobFacts.__dict__.get("of_view")
+
+        def pages(prefix: str, *, end: str | None = None) -> Any:
+            read.append(prefix)
+            return real_pages(prefix, end=end)
+
+        async def snapshot(prefix: str, *, limit: int = 0, end: str | None = None) -> Any:
+            read.append(prefix)
+            return await real_snapshot(prefix, limit=limit, end=end)
+
+        parsed: list[str] = []
+
+        def of_view(view: dict[str, Any]) -> JobFacts:
+            parsed.append(view["id"])
+            return real_of.__func__(view)  # type: ignore[union-attr]
+
+        monkeypatch.setattr(api.store, "pages", pages)
+        monkeypatch.setattr(api.store, "snapshot", snapshot)
+        monkeypatch.setattr(JobFacts, "of_view", staticmethod(of_view), raising=False)
+
+        response = await api.http.get("/v1/reports/quota", headers=api.auth("admin"))
+
+        assert response.status_code == 200, response.text
+        report = response.json()
+        print(f"the report read {sorted(set(read))} and parsed {len(parsed)} of {OTHERS + ALICES} index entries")
+        assert not [prefix for prefix in read if prefix.startswith(keys.JOBS)], f"it read job records: {read}"
+        # By hand from ``records``: every odd-numbered job Running, the even ones Pending; bob's jobs go
+        # round the three queues, so research.vision holds 200 of bob's (100 Running) and alice's 12.
+        tenants = {row["tenant"]: (row["running"], row["pending"]) for row in report["tenants"]}
+        queues = {row["queue"]: (row["running"], row["pending"]) for row in report["queues"]}
+        assert tenants["alice"] == (6, 6) and tenants["bob"] == (300, 300)
+        assert queues["research.vision"] == (106, 106) and queues["research"] == (206, 206)
+        assert queues["scratch.default"] == (100, 100)
+        assert len(parsed) == 306, "the queued jobs' entries were parsed, not counted"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from federation.accounting import Accountant
 from federation.models import JobState
-from federation.reports.facts import JobFacts
+from federation.reports.facts import JobsRead
 from federation.reports.models import QuotaReport
 from federation.reports.plot import plot_quota
 from federation.reports.quota import build_quota_report
@@ -59,7 +59,7 @@ def example_report(days: int = 7, bins: int = 7 * 4) -> QuotaReport:
     end = T0 + days * DAY
     pending = [job(f"p-{t}", t, q, JobState.PENDING, end, cpu=c * 4) for t, (q, c, _, _) in PATTERNS.items()]
     return build_quota_report(
-        acct.snapshot(end), tree(), [JobFacts.of(j) for j in pending], CAPACITY, since=T0, until=end, bins=bins
+        acct.snapshot(end), tree(), JobsRead.of(pending), CAPACITY, since=T0, until=end, bins=bins
     )
 
 

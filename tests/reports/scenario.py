@@ -11,7 +11,7 @@ from typing import Any
 
 from federation.accounting import Accountant
 from federation.models import JobRecord, JobSpecBody, JobState, QueueTree, QueueTreeConfig
-from federation.reports.facts import JobFacts
+from federation.reports.facts import JobsRead
 from policies.clock import ManualClock
 
 HOUR = 3600.0
@@ -77,9 +77,9 @@ def jobs(t0: float = T0) -> list[JobRecord]:
     ]
 
 
-def facts(t0: float = T0) -> list[JobFacts]:
+def facts(t0: float = T0) -> JobsRead:
     """What a report reads of the scenario's jobs."""
-    return [JobFacts.of(record) for record in jobs(t0)]
+    return JobsRead.of(jobs(t0))
 
 
 def accountant(clock: ManualClock, half_life: float = 86_400.0, t0: float = T0) -> Accountant:

@@ -17,7 +17,7 @@ import pytest
 
 from federation.accounting import Accountant
 from federation.models import JobState, QueueTree, QueueTreeConfig
-from federation.reports.facts import JobFacts
+from federation.reports.facts import JobsRead
 from federation.reports.quota import build_quota_report
 from policies.clock import ManualClock
 from tests.reports.scenario import HOUR, T0, job
@@ -34,10 +34,12 @@ def test_fair_share_is_a_series_and_does_not_drop_to_zero_between_jobs() -> None
     acct.start("a1", "alice", "lab", "east", {"cpu": 10}, at=T0)
     acct.stop("a1", at=T0 + HOUR)
     now = T0 + 2 * HOUR
-    facts = [
-        JobFacts.of(job("a1", "alice", "lab", JobState.SUCCEEDED, T0, T0, T0 + HOUR, cluster="east", cpu=10)),
-        JobFacts.of(job("b1", "bob", "lab", JobState.PENDING, now - 60, cpu=4)),
-    ]
+    facts = JobsRead.of(
+        [
+            job("a1", "alice", "lab", JobState.SUCCEEDED, T0, T0, T0 + HOUR, cluster="east", cpu=10),
+            job("b1", "bob", "lab", JobState.PENDING, now - 60, cpu=4),
+        ]
+    )
     tree = QueueTree(QueueTreeConfig.model_validate(LAB))
     report = build_quota_report(acct.snapshot(now), tree, facts, CAPACITY, since=T0, until=now, bins=4)
     rows = {row.tenant: row for row in report.tenants}
@@ -70,7 +72,7 @@ def test_a_window_cut_inside_a_minute_bucket_reads_the_bucket_evenly() -> None:
     acct.start("a1", "alice", "lab", "east", {"cpu": 6}, at=T0)
     acct.stop("a1", at=T0 + 30)
     tree = QueueTree(QueueTreeConfig.model_validate(LAB))
-    report = build_quota_report(acct.snapshot(T0 + 60), tree, [], CAPACITY, since=T0, until=T0 + 60, bins=1)
+    report = build_quota_report(acct.snapshot(T0 + 60), tree, JobsRead(), CAPACITY, since=T0, until=T0 + 60, bins=1)
     b = 0.5 ** (60 / HOUR)
     rup = b * 0.5 + (1 - b) * 3
     assert report.series is not None
@@ -84,7 +86,7 @@ def test_a_job_started_seconds_ago_moves_the_last_point_as_the_meter_does() -> N
     acct = Accountant(ManualClock(T0), HOUR, {"cpu": 1.0})
     acct.start("a1", "alice", "lab", "east", {"cpu": 2}, at=T0 + 40)
     tree = QueueTree(QueueTreeConfig.model_validate(LAB))
-    report = build_quota_report(acct.snapshot(T0 + 45), tree, [], CAPACITY, since=T0, until=T0 + 45, bins=1)
+    report = build_quota_report(acct.snapshot(T0 + 45), tree, JobsRead(), CAPACITY, since=T0, until=T0 + 45, bins=1)
     b = 0.5 ** (5 / HOUR)
     rup = 0.5 * b + 2 * (1 - b)
     alice = report.tenants[0]

@@ -6,7 +6,7 @@ import pytest
 
 from federation.accounting import Accountant
 from federation.models import JobState
-from federation.reports.facts import JobFacts
+from federation.reports.facts import JobsRead
 from federation.reports.models import QuotaReport, TenantRow
 from federation.reports.quota import UnknownQueue, build_quota_report, known_tenants
 from federation.reports.targets import borrowed_and_lent, fair_share_targets
@@ -148,17 +148,17 @@ def test_series_bins_match_the_runs() -> None:
 
 def test_window_before_any_usage_and_bad_window() -> None:
     snap = accountant(ManualClock(T0)).snapshot(NOW)
-    early = build_quota_report(snap, tree(), [], CAPACITY, since=T0 - 10 * HOUR, until=T0)
+    early = build_quota_report(snap, tree(), JobsRead(), CAPACITY, since=T0 - 10 * HOUR, until=T0)
     assert all(r.resource_hours == {} and r.share_window == 0 for r in early.tenants)
     with pytest.raises(ValueError, match="before it starts"):
-        build_quota_report(snap, tree(), [], CAPACITY, since=NOW, until=T0)
+        build_quota_report(snap, tree(), JobsRead(), CAPACITY, since=NOW, until=T0)
 
 
 def test_known_tenants_and_a_tenant_with_nothing_yet() -> None:
     snap = accountant(ManualClock(T0)).snapshot(NOW)
     extra = [job("e1", "erin", "scratch.default", JobState.PENDING, T0)]
-    assert known_tenants(tree(), snap, [JobFacts.of(j) for j in extra]) == {"alice", "bob", "carol", "dave", "erin"}
-    rep = build_quota_report(snap, tree(), [], CAPACITY, since=T0, until=NOW, tenant="zed")
+    assert known_tenants(tree(), snap, JobsRead.of(extra)) == {"alice", "bob", "carol", "dave", "erin"}
+    rep = build_quota_report(snap, tree(), JobsRead(), CAPACITY, since=T0, until=NOW, tenant="zed")
     assert [r.tenant for r in rep.tenants] == ["zed"] and rep.tenants[0].allocated == {}
 
 
