@@ -9,11 +9,17 @@ Volcano's greedy allocate, with two fedq rules:
 ``maxJobs`` (0 = no limit) bounds the jobs one session starts, like Armada's per-round limit: a
 federation with a deep backlog then dispatches in short cycles that keep its leader lease alive,
 each one starting from the fair-share order of the moment.
+
+With no node at all (no member cluster has reported, or every one is lost) nothing can start and no
+job is to blame: each queue with jobs gets that one reason and no job is tried. Tried one by one,
+each job was found too big for the largest of no nodes, and a cycle over 1,000,000 queued jobs took
+minutes (issue 35).
 """
 
 from __future__ import annotations
 
 from policies.actions.placing import try_job
+from policies.framework.decisions import INSUFFICIENT
 from policies.framework.jobs import OrderedJobs
 from policies.framework.registry import register_action
 from policies.framework.session import Action, Session
@@ -26,11 +32,20 @@ class Allocate(Action):
     def execute(self, ssn: Session) -> None:
         self.started = 0
         self.limit = int(self.arguments.number("maxJobs", 0))
+        if not ssn.nodes:
+            self._nowhere(ssn)
+            return
         self._pass(ssn)
         if ssn.share_held and not ssn.halted and not self._full() and self.arguments.flag("respin", True):
             ssn.surplus = True
             self._pass(ssn)
             ssn.surplus = False
+
+    def _nowhere(self, ssn: Session) -> None:
+        lanes = ssn.index.lanes() if ssn.index is not None else [(job.queue, job.tenant) for job in ssn.pending_jobs]
+        noun = ssn.placer.noun
+        for queue in {queue for queue, _ in lanes}:
+            ssn.why_queue(queue, INSUFFICIENT, self.name, f"there is no {noun} to run it on")
 
     def _full(self) -> bool:
         return 0 < self.limit <= self.started

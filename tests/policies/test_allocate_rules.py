@@ -4,6 +4,10 @@ more match), and a gang is never cut in half by the slice; ``maxJobs`` bounds on
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from policies import (
     JobInfo,
     ManualClock,
@@ -16,6 +20,8 @@ from policies import (
     load_conf,
     open_session,
 )
+from policies.actions import allocate, placing
+from policies.framework.decisions import INSUFFICIENT
 
 CONF = {
     "placement": "job",
@@ -62,3 +68,32 @@ def test_allocate_starts_at_most_max_jobs_per_session() -> None:
     ssn = open_session(load_conf(conf), Snapshot([NodeInfo("c1", {"cpu": 8.0})], jobs, {}), ManualClock(0))
     ssn.run()
     assert len(close_session(ssn).bound_jobs()) == 3
+
+
+def test_with_no_node_each_queue_waits_for_one_and_no_job_is_tried(monkeypatch: pytest.MonkeyPatch) -> None:
+    # No member cluster has reported (a federation's first start, or every cluster lost): nothing can
+    # start whatever the job, so the reason is the queue's, not each job's. Tried one by one, each job
+    # was said to be too big for "the largest node" of none, and a cycle over 1,000,000 queued jobs
+    # took minutes (issue 35).
+    tried: list[str] = []
+    real = placing.try_job
+
+    def counted(ssn: Any, job: JobInfo) -> tuple[bool, bool]:
+        tried.append(job.id)
+        return real(ssn, job)
+
+    monkeypatch.setattr(allocate, "try_job", counted)
+    conf = {**CONF, "actions": "allocate, backfill", "tiers": [*CONF["tiers"], {"plugins": [{"name": "reservation"}]}]}
+    queues = {"a": QueueInfo("a"), "b": QueueInfo("b"), "idle": QueueInfo("idle")}
+    jobs = [job(f"a{i}", "a", 2) for i in range(3)] + [job("b0", "b", 1)]
+
+    ssn = open_session(load_conf(conf), Snapshot([], jobs, queues), ManualClock(0))
+    ssn.run()
+    decisions = close_session(ssn)
+
+    assert tried == [] and decisions.binds == [] and decisions.reservations == []
+    assert decisions.reasons == {}
+    assert {queue: (r.code, r.message) for queue, r in decisions.queue_reasons.items()} == {
+        "a": (INSUFFICIENT, "there is no cluster to run it on"),
+        "b": (INSUFFICIENT, "there is no cluster to run it on"),
+    }
