@@ -31,14 +31,16 @@ Per size, on a fresh etcd cluster of ``--members`` members on loopback (plain HT
    again on its data dir, timed until it answers a linearizable read through itself alone (etcd's
    /health is one: it has caught up with the leader's commit index).
 
-Memory (2026-12-04, three members, after the submits): etcd 0.71 + 0.51 + 0.54 GiB resident at 100,000 jobs and
-1.91 + 1.35 + 1.43 GiB at 300,000, so about 16 GiB at 1,000,000; the cold scheduler process held 4.3 KB per
-pending job (about 4 GiB at 1,000,000) and the stand-by as much again, in step 4: past a 24 GiB machine. At
-1,000,000 run ``--members 1`` (it says which it ran). A tenant's first submit took 2.5-4 s with 200 leaves
-(4 at once), so ``--tenants 1000`` adds about 15 minutes a size; ``--tenants 100`` iterates faster.
+Memory (2026-12-04, three members, after the submits, etcd with ``--snapshot-count=10000``): etcd 2.32 + 2.22
++ 2.27 GiB resident at 1,000,000 jobs, the cold scheduler process 1.71 GiB; the whole run at 1,000,000 fits the
+24 GiB machine (13 GiB were still available). The whole run of both sizes takes about 20 minutes.
+
+``--profile DIR`` explains the figures that miss: a py-spy profile of the cold server's process tree from
+its spawn to its first cycle (summed per function and printed), a cProfile of the dispatch cycles, and the
+servers' logs (each lost leader lease is logged there), all kept in DIR.
 
 Run: .venv/bin/python bench/scale.py [--jobs 100000 1000000] [--members 3] [--tenants 1000] [--batch 100]
-     [--in-flight 4] [--singles 300] [--runs 7] [--dispatch 20000]
+     [--in-flight 4] [--singles 300] [--runs 7] [--dispatch 20000] [--profile DIR]
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ import gc
 import json
 import os
 import random
+import shutil
 import statistics
 import sys
 import time
@@ -66,6 +69,7 @@ from cycle import CLUSTERS, TENANTS, cluster_report, pending_manifest, queue_tre
 from dispatch import join_clusters  # noqa: E402
 from list import median_of, run_in_temp_dir, timed  # noqa: E402
 from machine import speed_marker  # noqa: E402
+from profiles import Sampled, profiled  # noqa: E402
 
 from federation import keys  # noqa: E402
 from federation.auth import TokenStore  # noqa: E402
@@ -196,8 +200,8 @@ def bodies(count: int, batch: int, tenants: int) -> list[tuple[str, bytes]]:
     """(tenant, request body) per bulk request: bench/cycle.py's jobs, job j of tenant ``j % tenants`` as
     there (so with 1,000 tenants each has one leaf queue: the ordering's cost follows the tenant and leaf
     pairs), each tenant's jobs in requests of their own, one tenant after another (a tenant whose quota
-    sum is older than ``federation.quotas.USAGE_FRESH_FOR`` has it redone beside its submit: 1,200 range
-    reads with 200 leaves, so 1,000 tenants submitting at once would measure little else)."""
+    sum is older than ``federation.quotas.USAGE_FRESH_FOR`` has it redone beside its submit: a read of its
+    own index per unfinished state)."""
     rng = random.Random(1)
     made = []
     for t in range(tenants):
@@ -265,7 +269,7 @@ async def reads(
     first = {"limit": args.limit}
     note("first page", await median_of(args.runs, lambda: http.get("/v1/jobs", params=first, headers=admin)))
     later = min(LATER_PAGE, -(-count // args.limit))
-    params: dict[str, object] = dict(first)
+    params: dict[str, str | int] = dict(first)
     for _ in range(later - 1):
         params["continue"] = (await timed(http, admin, params))[1]["continue"]
     if later < LATER_PAGE:
@@ -355,6 +359,9 @@ class Run:
                 await self.restore(etcd)
             finally:
                 await store.close()
+                if args.profile is not None:  # the servers' logs: what the scheduler said when it lost a lease
+                    for log_file in self.work.glob("*.log"):
+                        shutil.copy(log_file, args.profile / f"{self.count}-{log_file.name}")
             etcd.stop(kill=True)  # its data goes with its directory
         return self.found
 
@@ -424,6 +431,11 @@ class Run:
     async def cold_start(self, cold: ServerProcess, store: Store) -> None:
         """From spawning ``cold`` to its scheduler's first cycle (its first status write)."""
         first_cycle = asyncio.create_task(next_put(store, keys.STATUS, await store.put(BENCH_KEY, b"cold")))
+        profile = self.args.profile
+        sampled = None
+        if profile is not None:
+            pid = lambda: None if cold.process is None else cold.process.pid  # noqa: E731
+            sampled = Sampled(pid, profile / f"{self.count}-cold.raw")
         started = time.perf_counter()
         try:
             await asyncio.to_thread(cold.start)
@@ -431,6 +443,9 @@ class Run:
         finally:
             first_cycle.cancel()
         self.note("cold start (spawn to first cycle)", time.perf_counter() - started)
+        if sampled is not None:
+            sampled.stop()
+            print(f"  where the cold start went (py-spy, {sampled.out}):\n{sampled.summary()}")
         assert cold.process is not None
         resident = sum(rss(child) for child in children(cold.process.pid))
         print(
@@ -475,7 +490,11 @@ class Run:
         for c in range(CLUSTERS):
             await clusters.report(f"cluster-{c}", roomy())
         await standby.sync()
-        dispatched, seconds, cycles = await dispatch_until(standby, args.dispatch)
+        if args.profile is None:
+            dispatched, seconds, cycles = await dispatch_until(standby, args.dispatch)
+        else:
+            with profiled(args.profile / f"{self.count}-dispatch.prof"):
+                dispatched, seconds, cycles = await dispatch_until(standby, args.dispatch)
         print(f"  dispatched {dispatched:,} jobs in {cycles} cycles, {seconds:.2f} s")
         self.note("dispatch", dispatched / seconds)
 
@@ -535,6 +554,9 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=500, help="jobs per page (the API's default)")
     parser.add_argument("--runs", type=int, default=7, help="requests or cycles per timed figure (the median)")
     parser.add_argument("--dispatch", type=int, default=20_000, help="jobs dispatched for the dispatch figure")
+    parser.add_argument(
+        "--profile", type=Path, help="profile the cold start (py-spy) and the dispatch (cProfile) into this directory"
+    )
     args = parser.parse_args()
     configure_logging("warning")
     print(speed_marker(), flush=True)

@@ -22,7 +22,7 @@ from federation.joblogs.store import LogStore
 from federation.jobs import JobRepository
 from federation.models import QueueTree, QueueTreeConfig
 from federation.quotas import QuotaLedger, StoreBudget
-from federation.reports.facts import JobsRead, read_jobs
+from federation.reports.facts import JobsRead, read_facts
 from federation.store import Compare, Store
 from federation.submits import Submits
 from federation.waits import StatusCache
@@ -113,7 +113,7 @@ class ReportGate:
 
     async def jobs(self, store: Store, now: float) -> JobsRead:
         if now - self._read_at >= JOBS_FRESH_FOR or now < self._read_at:
-            self._jobs, self._read_at = await read_jobs(store), now
+            self._jobs, self._read_at = await read_facts(store), now
         return self._jobs
 
     @asynccontextmanager

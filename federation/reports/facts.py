@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import pydantic_core
 
@@ -24,6 +24,7 @@ from federation.models import JobRecord, JobState
 from federation.store import KeyValue, Store
 
 QUEUED = frozenset(state.value for state in JobState if state.queued)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,9 +94,18 @@ class JobsRead:
                 self.facts.append(JobFacts.of_view(pydantic_core.from_json(kv.value)))
 
 
-async def read_jobs(store: Store) -> JobsRead:
+async def read_facts(store: Store) -> JobsRead:
     """Every job as a report sees it, from the tenant index at one revision."""
     read = JobsRead()
     async for page in store.pages(keys.TENANT_INDEX):
         await asyncio.to_thread(read._add_page, page.kvs)
     return read
+
+
+async def read_jobs(store: Store, convert: Callable[[list[KeyValue]], list[T]]) -> list[T]:
+    """Every job record, in ``Store.pages`` at one revision, each page turned by ``convert`` in a worker
+    thread into what the caller keeps (the what-if export's pages: ``routes_history``)."""
+    out: list[T] = []
+    async for page in store.pages(keys.JOBS):
+        out.extend(await asyncio.to_thread(convert, page.kvs))
+    return out
