@@ -51,6 +51,7 @@ class LeaseKeeper:
     ) -> None:
         self._store = store
         self._lease = lease
+        self._ttl = ttl
         self._every = ttl / 3
         self._stall = stall
         self._monotonic = monotonic
@@ -89,6 +90,7 @@ class LeaseKeeper:
                 if stalled > self._stall:
                     log.error("the leader's event loop is stuck; leaving its lease to lapse", stalled=round(stalled))
                     return
+                sent = self._monotonic()
                 try:
                     await store.keepalive(self._lease)
                 except LeaseNotFound:
@@ -96,5 +98,8 @@ class LeaseKeeper:
                     return
                 except StoreError as exc:  # the next try may reach another member
                     log.warning("renewing the leader's lease failed", error=str(exc))
+                took = self._monotonic() - sent
+                if took > self._every:  # three in a row this slow and the lease lapses: say why it did
+                    log.warning("renewing the leader's lease was slow", seconds=round(took, 2), ttl=self._ttl)
         finally:
             await store.close()

@@ -5,9 +5,11 @@ lapse, so a dead leader is still replaced. Real etcd: the lease's TTL is etcd's,
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
+from structlog.testing import capture_logs
 
 from federation import keys
 from federation.leader import LeaderElection
@@ -59,3 +61,35 @@ async def test_a_stuck_loop_lets_the_lease_lapse(etcd_server: EtcdServer) -> Non
         await rival.resign()
         await store.close()
         await rival_store.close()
+
+
+class _SlowRenewals:
+    """A store whose renewals take ``delay`` seconds (a saturated etcd leader, or a starved thread)."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+    def another(self) -> _SlowRenewals:
+        return self
+
+    async def keepalive(self, lease: int) -> None:
+        await asyncio.sleep(self.delay)
+
+    async def close(self) -> None:
+        pass
+
+
+async def test_a_slow_renewal_is_logged_with_its_time() -> None:
+    """A lost lease shows in the log as "lost leadership"; the renewals that made it lapse show before
+    it, each with how long it took (issue 35: one lapse in a million submits, with nothing logged why)."""
+    ttl = 0.3
+    slow = _SlowRenewals(delay=ttl / 3 * 1.5)
+    keeper = LeaseKeeper(slow, 1, ttl)  # type: ignore[arg-type]
+    with capture_logs() as logs:
+        keeper.start()
+        while not any(entry["event"] == "renewing the leader's lease was slow" for entry in logs):
+            await asyncio.sleep(0.01)
+        await keeper.stop()
+    said = next(entry for entry in logs if entry["event"] == "renewing the leader's lease was slow")
+    print(f"logged: {said}")
+    assert said["seconds"] >= ttl / 3 and said["ttl"] == ttl
