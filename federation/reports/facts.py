@@ -82,6 +82,10 @@ class JobsRead:
                 read.facts.append(JobFacts.of(record))
         return read
 
+    def __len__(self) -> int:
+        """The jobs read: those out of the queue and the queued ones counted."""
+        return len(self.facts) + sum(self.queued.values())
+
     def tenants(self) -> set[str]:
         return {job.tenant for job in self.facts} | {tenant for tenant, _ in self.queued}
 
