@@ -260,3 +260,15 @@ async def test_a_job_making_room_by_preemption_says_so(make_harness: HarnessFact
     for job in low:
         record = await h.job(job)
         assert record.evicting or record.state is JobState.PENDING
+
+
+async def test_waiting_for_a_cluster_to_report(make_harness: HarnessFactory, explain_of: Any) -> None:
+    """No member cluster yet: the job waits for room, said once for its queue (the cycle tries no job)."""
+    h = await make_harness({}, {"queues": [{"name": "a"}]})
+    job = await h.submit("x", queue="a", runtime=10)
+    await h.tick()
+    why = await (await explain_of(h))(job)
+    print(f"explained: {why['summary']!r}, {why['reasons']}")
+    assert (await h.job(job)).state is JobState.PENDING
+    assert why["summary"] == "no cluster has joined"
+    assert [(r["code"], r["message"]) for r in why["reasons"]] == [("insufficient", "there is no cluster to run it on")]
