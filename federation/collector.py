@@ -34,10 +34,10 @@ def keep_long_lived() -> None:
 
 def keep_piled_up() -> None:
     """Freeze what a long run has piled up since the last freeze (a simulation's finished jobs stay to
-    its end), once a middle-generation pass has freed the young cycles that would be frozen with it.
-    Frozen in steps, no full pass walks more than one step's objects: over the whole SDSC-SP2 replay
-    its 26 full passes took 25 s (bench/HISTORY.md)."""
-    gc.collect(1)
+    its end), once a full pass has freed the cycles that would be frozen with it (frozen objects are
+    not walked, so that pass costs one step's objects). Frozen in steps, no full pass walks the whole
+    run: over the whole SDSC-SP2 replay its 26 full passes took 25 s (bench/HISTORY.md)."""
+    gc.collect()
     gc.freeze()
 
 
