@@ -32,6 +32,15 @@ def keep_long_lived() -> None:
     gc.set_threshold(young, middle, FULL_PASS_SPACING)
 
 
+def keep_piled_up() -> None:
+    """Freeze what a long run has piled up since the last freeze (a simulation's finished jobs stay to
+    its end), once a full pass has freed the cycles that would be frozen with it (frozen objects are
+    not walked, so that pass costs one step's objects). Frozen in steps, no full pass walks the whole
+    run: over the whole SDSC-SP2 replay its 26 full passes took 25 s (bench/HISTORY.md)."""
+    gc.collect()
+    gc.freeze()
+
+
 @contextmanager
 def loading() -> Iterator[None]:
     """Build a long-lived state with the collector off, then keep it out of the collector's passes.

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from policies import resources as res
@@ -218,20 +219,22 @@ class NodeInfo:
 
     def could_hold(self, reqs: Sequence[tuple[Resources, int]], spread: bool = False) -> bool:
         """Whether the node (or cluster) could ever hold these at once: ``packs`` on it empty. On a
-        cluster this is judged node by node, never on the total, as its member session places them."""
-        return self.emptied().packs(reqs, spread)
+        cluster this is judged node by node, never on the total, as its member session places them.
 
-    def emptied(self) -> NodeInfo:
-        """This node (or cluster) with nothing running: every node of a shape idle again."""
+        The answer depends only on the node sizes and the request, so it is remembered by those
+        (``_could_hold``): a backlog asks it of job after job, and every cycle asks again."""
+        return _could_hold(self.sizes(), tuple((tuple(sorted(r.items())), n) for r, n in reqs), spread)
+
+    def sizes(self) -> Sizes:
+        """What this node (or cluster) could ever hold, as a key: a node's allocatable, or a cluster's
+        node sizes with how many nodes of each (in the order of its shapes)."""
         if self.shapes is None:
-            return NodeInfo(self.name, self.allocatable)
-        counts: dict[tuple[tuple[str, float], ...], tuple[Resources, int]] = {}
+            return tuple(sorted(self.allocatable.items())), None
+        counts: dict[Size, int] = {}
         for s in self.shapes:
             key = tuple(sorted(s.allocatable.items()))
-            known = counts.get(key)
-            counts[key] = (s.allocatable, s.count + (0 if known is None else known[1]))
-        shapes = [NodeShape(alloc, dict(alloc), count) for alloc, count in counts.values()]
-        return NodeInfo(self.name, {}, shapes=shapes)
+            counts[key] = counts.get(key, 0) + s.count
+        return (), tuple(counts.items())
 
     def fits_future(self, req: Resources) -> bool:
         """Fits once the releasing resources are gone (Volcano's FutureIdle), net of pipelined work."""
@@ -295,6 +298,21 @@ class NodeInfo:
         if self.shapes is not None and token is not None:
             self.shapes[token[1]].count -= 1
             self.shapes[token[0]].count += 1
+
+
+Size = tuple[tuple[str, float], ...]  # resources as a key: sorted (name, quantity) pairs
+Sizes = tuple[Size, tuple[tuple[Size, int], ...] | None]  # ``NodeInfo.sizes``: (a node's, None) or ((), shapes)
+
+
+@lru_cache(maxsize=1 << 14)
+def _could_hold(sizes: Sizes, reqs: tuple[tuple[Size, int], ...], spread: bool) -> bool:
+    """``packs`` on the node (or cluster) of these sizes, empty."""
+    allocatable, shapes = sizes
+    if shapes is None:
+        empty = NodeInfo("", dict(allocatable))
+    else:
+        empty = NodeInfo("", {}, shapes=[NodeShape(dict(size), dict(size), count) for size, count in shapes])
+    return empty.packs([(dict(req), n) for req, n in reqs], spread)
 
 
 @dataclass(slots=True, eq=False)

@@ -39,6 +39,7 @@ from time import perf_counter
 
 from federation.accounting import Accountant
 from federation.accounting.feed import count
+from federation.collector import keep_piled_up
 from federation.config import FederationConfig
 from federation.jobs import job_record
 from federation.lifecycle import (
@@ -74,6 +75,7 @@ from policies.clock import ManualClock
 
 MAX_ROUNDS = 1000  # rounds at one virtual time before the loop is declared stuck
 PROGRESS_STEPS = 200
+FREEZE_EVERY = 1000  # finished jobs between two freezes of what the run piled up (``keep_piled_up``)
 
 Progress = Callable[[int, int], None]
 
@@ -133,7 +135,7 @@ class Engine:
         started = perf_counter()
         arrivals = sorted(range(len(self.scenario.jobs)), key=lambda n: self.scenario.jobs[n].submit)
         step = max(1, len(arrivals) // PROGRESS_STEPS)
-        shown = 0
+        shown = frozen = 0
         cursor = 0
         while True:
             now = self._next_time(arrivals, cursor)
@@ -149,6 +151,9 @@ class Engine:
                 while self._actions and self._actions[0].at <= now:
                     self._act(self._actions.popleft())
                 self._settle()
+            if self.finished - frozen >= FREEZE_EVERY:
+                frozen = self.finished
+                keep_piled_up()
             if self.progress is not None and self.finished - shown >= step:
                 shown = self.finished
                 self.progress(self.finished, len(arrivals))
