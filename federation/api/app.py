@@ -28,7 +28,6 @@ from federation.api import (
 from federation.api.admission import Admission
 from federation.api.deps import Caller
 from federation.api.errors import ERROR_RESPONSES, install_error_handlers
-from federation.api.report_turns import ReportTurns
 from federation.api.schema import DocumentedApp
 from federation.api.state import ApiMetrics, QueueTreeCache, ServerState
 from federation.api.views import Health
@@ -122,8 +121,7 @@ def create_app(
     ui.mount(app)
     quota_metrics = routes_reports.register_metrics(state)
 
-    app.add_middleware(ReportTurns)
-    app.add_middleware(Observed, metrics=state.metrics)  # outside: a report's wait for its turn is timed
+    app.add_middleware(Observed, metrics=state.metrics)
 
     @app.get("/healthz", tags=["health"], response_model=Health)
     async def healthz() -> dict[str, object]:

@@ -1,14 +1,14 @@
-"""Agents' reports take turns (``federation.api.report_turns``, issue 33 point 6): however many arrive at
-once, at most ``REPORTS_AT_ONCE`` are being served, every one is answered, and a submit does not wait
-for a turn. Each report here is held inside the handler until the test lets it go, so "at once" is what
-the handler saw, not a timing."""
+"""Agents' reports take turns (``AGENT_REPORTS_AT_ONCE``, issue 33 point 6): however many arrive at once,
+at most that many are being served, every one is answered, and a submit does not wait for a turn. Each
+report here is held inside the handler until the test lets it go, so "at once" is what the handler saw,
+not a timing."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from federation.api.report_turns import REPORTS_AT_ONCE
+from federation.api.state import AGENT_REPORTS_AT_ONCE
 from tests.api.support import NODE, Api, bearer, job_spec, join
 
 AGENTS = 40
@@ -50,9 +50,11 @@ async def test_a_burst_of_reports_is_served_a_few_at_a_time_and_a_submit_passes_
     go.set()
     statuses = await asyncio.gather(*reports)
     print(
-        f"{AGENTS} reports at once: at most {most} in the handler together (bound {REPORTS_AT_ONCE}); "
+        f"{AGENTS} reports at once: at most {most} in the handler together (bound {AGENT_REPORTS_AT_ONCE}); "
         f"a submit answered {submit.status_code} with {waiting} held inside; reports answered {set(statuses)}"
     )
     assert submit.status_code == 201, submit.text
     assert statuses == [200] * AGENTS, statuses
-    assert most <= REPORTS_AT_ONCE, f"{most} of {AGENTS} reports in the handler at once (bound {REPORTS_AT_ONCE})"
+    assert most <= AGENT_REPORTS_AT_ONCE, (
+        f"{most} of {AGENTS} reports in the handler at once (bound {AGENT_REPORTS_AT_ONCE})"
+    )
