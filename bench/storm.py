@@ -20,7 +20,6 @@ from policies.clock import SystemClock  # noqa: E402
 from tests.abuse import storm  # noqa: E402
 from tests.conftest import TEST_PREFIXES  # noqa: E402
 from tests.e2e.cluster import Federation  # noqa: E402
-from tests.e2e.support import ADMIN_TOKEN  # noqa: E402
 
 LIMIT = 2.0
 
@@ -53,7 +52,7 @@ def main() -> int:
     ):
         fed = Federation(etcd.connection, Path(work), config)
         try:
-            quiet, loud = storm.run(fed, size, ADMIN_TOKEN, on_storm=spy if args.profile else None)
+            quiet, loud = storm.run(fed, size, on_storm=spy if args.profile else None)
         finally:
             fed.close()
             for process in spies:
