@@ -58,6 +58,12 @@ def tenant_index(tenant: str, key: str) -> str:
     return f"{TENANT_INDEX}{tenant}/{key.removeprefix(INDEX)}"
 
 
+def tenant_index_parts(key: str) -> tuple[str, str, str]:
+    """The tenant, state and queue of a key in the tenant index (``tenant_index`` read back)."""
+    tenant, state, rest = key.removeprefix(TENANT_INDEX).split("/", 2)
+    return tenant, state, rest.rpartition("/")[0]
+
+
 def untenanted(tenant: str, key: str) -> str:
     """The ``view/`` key of a key in ``tenant``'s index (``tenant_index`` undone)."""
     return INDEX + key.removeprefix(f"{TENANT_INDEX}{tenant}/")

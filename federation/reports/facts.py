@@ -52,8 +52,9 @@ class JobFacts:
         )
 
     @staticmethod
-    def of_view(view: dict[str, Any]) -> JobFacts:
-        """From a job's list view (``JobRecord.summary``, the index's value)."""
+    def of_view(raw: bytes) -> JobFacts:
+        """From a job's list view (``JobRecord.summary``, the index's value, as stored)."""
+        view: dict[str, Any] = pydantic_core.from_json(raw)
         return JobFacts(
             view["tenant"],
             view["queue"],
@@ -76,9 +77,7 @@ class JobsRead:
     def of(records: Iterable[JobRecord]) -> JobsRead:
         read = JobsRead()
         for record in records:
-            if record.state.queued:
-                read.queued[record.tenant, record.queue] += 1
-            else:
+            if not read._counted(record.tenant, record.queue, record.state.value):
                 read.facts.append(JobFacts.of(record))
         return read
 
@@ -89,13 +88,18 @@ class JobsRead:
     def tenants(self) -> set[str]:
         return {job.tenant for job in self.facts} | {tenant for tenant, _ in self.queued}
 
+    def _counted(self, tenant: str, queue: str, state: str) -> bool:
+        """Count a queued job (True); a job out of the queue needs its facts (False)."""
+        if state not in QUEUED:
+            return False
+        self.queued[tenant, queue] += 1
+        return True
+
     def _add_page(self, kvs: list[KeyValue]) -> None:
         for kv in kvs:
-            tenant, state, rest = kv.key[len(keys.TENANT_INDEX) :].split("/", 2)
-            if state in QUEUED:
-                self.queued[tenant, rest.rpartition("/")[0]] += 1
-            else:
-                self.facts.append(JobFacts.of_view(pydantic_core.from_json(kv.value)))
+            tenant, state, queue = keys.tenant_index_parts(kv.key)
+            if not self._counted(tenant, queue, state):
+                self.facts.append(JobFacts.of_view(kv.value))
 
 
 async def read_facts(store: Store) -> JobsRead:

@@ -229,11 +229,11 @@ async def test_a_quota_report_reads_the_index_and_parses_only_jobs_out_of_the_qu
             read.append(prefix)
             return await real_snapshot(prefix, limit=limit, end=end)
 
-        parsed: list[str] = []
+        parsed: list[bytes] = []
 
-        def of_view(view: dict[str, Any]) -> JobFacts:
-            parsed.append(view["id"])
-            return real_of.__func__(view)  # type: ignore[union-attr]
+        def of_view(raw: bytes) -> JobFacts:
+            parsed.append(raw)
+            return real_of.__func__(raw)  # type: ignore[union-attr]
 
         monkeypatch.setattr(api.store, "pages", pages)
         monkeypatch.setattr(api.store, "snapshot", snapshot)
