@@ -72,7 +72,11 @@ def test_allocate_starts_at_most_max_jobs_per_session() -> None:
 
 def test_with_no_node_each_queue_waits_for_one_and_no_job_is_tried(monkeypatch: pytest.MonkeyPatch) -> None:
     # No member cluster has reported (a federation's first start, or every cluster lost): nothing can
-    # start whatever the job, so the reason is the queue's, not each job's. Tried one by one, each job
+    # start whatever the job, so the reason is the queue's, not each job's. Kueue's rule: a workload of an
+    # inactive ClusterQueue (one with no usable resource flavor) is not tried for a fit; it is left
+    # inadmissible with the queue's reason, "ClusterQueue <name> is inactive" (pkg/scheduler/scheduler.go,
+    # nominate). By hand: no node, so no bind and no reservation; the two queues with jobs (a, b) each get
+    # the one reason, the idle queue none, and no job has a reason of its own. Tried one by one, each job
     # was said to be too big for "the largest node" of none, and a cycle over 1,000,000 queued jobs
     # took minutes (issue 35).
     tried: list[str] = []
