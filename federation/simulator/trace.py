@@ -63,5 +63,6 @@ def _job(job: SwfJob, queue: str, tenant: str) -> SimJob:
         cluster_selector={},
         tasks=[task],
         array=None,
+        depends_on=[],  # given, as every default factory: pydantic finds a factory's default by its signature
     )
     return SimJob(str(job.id), tenant, job.submit, job.runtime, spec)
