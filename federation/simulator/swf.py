@@ -112,21 +112,44 @@ class SwfTrace:
             return None
         return value if value > 0 else None
 
+    def peak_in_use(self) -> int:
+        """The most processors the original system ran at once: each job from its submit plus its
+        traced wait, for its runtime (jobs whose wait the log does not know are left out). The machine
+        had at least that many."""
+        changes: list[tuple[float, int]] = []
+        for job in self.jobs:
+            if job.trace_wait >= 0:
+                start = job.submit + job.trace_wait
+                changes += [(start, job.procs), (start + job.runtime, -job.procs)]
+        return _peak(changes)
+
     def machine(self, nodes: int | None = None) -> MachineShape:
         """The traced machine as nodes of equal cores: MaxProcs/MaxNodes, or MaxProcs over ``nodes``.
 
-        Falls back to MaxNodes for processors and to one core per node when the header is silent, and to
-        the widest job when both are missing. Cores per node round up, so the machine never has fewer
+        Falls back to MaxNodes for processors and to one core per node when the header is silent, and,
+        when both are missing (a log stripped of its header), to the most processors the log shows in
+        use at once, or the widest job if more. Cores per node round up, so the machine never has fewer
         processors than the trace's MaxProcs.
         """
         max_nodes = self.header_int("MaxNodes")
         procs = self.header_int("MaxProcs") or max_nodes or max((j.procs for j in self.jobs), default=0)
+        if not (self.header_int("MaxProcs") or max_nodes):
+            procs = max(procs, self.peak_in_use())
         if procs <= 0:
             raise ValueError(f"{self.path}: no MaxProcs/MaxNodes header and no jobs to size the machine")
         n = nodes if nodes is not None else (max_nodes or procs)
         if n <= 0:
             raise ValueError(f"nodes must be positive, got {n}")
         return MachineShape(n, math.ceil(procs / n))
+
+
+def _peak(changes: list[tuple[float, int]]) -> int:
+    """The highest running sum of (time, change) steps, ends before starts at one instant."""
+    peak = level = 0
+    for _, change in sorted(changes):
+        level += change
+        peak = max(peak, level)
+    return peak
 
 
 def read_swf(path: str | Path, *, strict: bool = False, limit: int | None = None) -> SwfTrace:

@@ -120,7 +120,24 @@ def test_machine_shape_from_header_or_node_override(plain: Path) -> None:
 def test_machine_shape_without_header_uses_the_widest_job(tmp_path: Path) -> None:
     path = tmp_path / "bare.swf"
     path.write_text("1 0 -1 10 6 -1 -1 6 60 -1 1 3 2 -1 1 -1 -1 -1\n2 5 -1 10 3 -1 -1 3 60 -1 1 3 2 -1 1 -1 -1 -1\n")
-    assert read_swf(path).machine() == MachineShape(6, 1)
+    assert read_swf(path).machine() == MachineShape(6, 1)  # the waits are unknown (-1): no peak in use
+
+
+def test_machine_shape_without_header_is_the_most_processors_in_use_at_once(tmp_path: Path) -> None:
+    """Worked by hand: A (4 procs) runs 0-10, B (3) runs 5-15, C (2) runs 10-15 (it starts as A ends,
+    so they never overlap), D (5, wait unknown) is left out: 7 in use over 5-10, more than the widest
+    job (D's 5)."""
+    lines = [
+        "1 0 0 10 4 -1 -1 4 60 -1 1 3 2 -1 1 -1 -1 -1",
+        "2 5 0 10 3 -1 -1 3 60 -1 1 3 2 -1 1 -1 -1 -1",
+        "3 8 2 5 2 -1 -1 2 60 -1 1 3 2 -1 1 -1 -1 -1",
+        "4 9 -1 10 5 -1 -1 5 60 -1 1 3 2 -1 1 -1 -1 -1",
+    ]
+    path = tmp_path / "bare.swf"
+    path.write_text("\n".join(lines) + "\n")
+    trace = read_swf(path)
+    assert trace.peak_in_use() == 7
+    assert trace.machine() == MachineShape(7, 1)
 
 
 @pytest.mark.parametrize(
