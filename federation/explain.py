@@ -86,7 +86,7 @@ async def explain(
         return out
     view = await published.get()
     status = view.status
-    held_whole = view.queue_reason(record.queue)
+    held_whole = view.held_reason(record.queue, record.tenant)
     raw = view.reasons.get(record.id) or ([] if held_whole is None else [held_whole])
     reasons = [{"code": c, "source": s, "message": m, "policy": POLICY.get(c, c)} for c, s, m in raw]
     reservation = status.get("reservations", {}).get(record.id)

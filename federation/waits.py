@@ -81,6 +81,7 @@ class SchedulerView:
     time: float | None = None
     reasons: dict[str, list[list[str]]] = field(default_factory=dict)
     queue_reasons: dict[str, list[str]] = field(default_factory=dict)
+    tenant_reasons: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # queue -> tenant -> reason
     reservations: dict[str, dict[str, Any]] = field(default_factory=dict)
     dependency: dict[str, str] = field(default_factory=dict)
     dependency_all: bool = True
@@ -106,6 +107,7 @@ class SchedulerView:
             status.get("time"),
             reasons,
             status.get("queue_reasons", {}),
+            status.get("tenant_reasons", {}),
             reservations,
             status.get("dependency", {}),
             status.get("dependency_all", True),
@@ -113,6 +115,11 @@ class SchedulerView:
             frozenset(line[first + 1 :]),
             status,
         )
+
+    def held_reason(self, queue: str, tenant: str) -> list[str] | None:
+        """Why a job the cycle did not try waits: its tenant was held back in its queue (a pass went
+        over its jobs), or its queue was held as a whole."""
+        return self.tenant_reasons.get(queue, {}).get(tenant) or self.queue_reason(queue)
 
     def queue_reason(self, queue: str) -> list[str] | None:
         """A queue held as a whole (at its share, at its cap) holds every job in it and below it."""
@@ -182,7 +189,7 @@ def wait_of(job: Mapping[str, Any], view: SchedulerView, now: float) -> Wait | N
         return Wait("None", CODES["None"])
     reservation = view.reservations.get(job_id)
     start = reservation["start"] if reservation is not None else None
-    policies = view.reasons.get(job_id) or ([] if (q := view.queue_reason(job["queue"])) is None else [q])
+    policies = view.reasons.get(job_id) or ([] if (q := view.held_reason(job["queue"], job["tenant"])) is None else [q])
     code, message = _policy(policies)
     if start is not None and code in ("", "Resources"):
         return Wait("Resources", _said("Resources", message), start)

@@ -23,6 +23,7 @@ class CyclePlan:
     reservations: dict[str, Reservation] = field(default_factory=dict)
     reasons: dict[str, list[Reason]] = field(default_factory=dict)
     queue_reasons: dict[str, Reason] = field(default_factory=dict)
+    tenant_reasons: dict[tuple[str, str], Reason] = field(default_factory=dict)  # (queue, tenant): passed over
     unschedulable: dict[str, str] = field(default_factory=dict)
     preempting: set[str] = field(default_factory=set)  # jobs whose room is being made by evictions
     preempted: set[str] = field(default_factory=set)  # the evicted jobs that priority preemption took
@@ -43,7 +44,11 @@ class GlobalScheduler:
         session = open_session(conf or self.conf, snapshot, self.clock)
         session.run()
         decisions = close_session(session)
-        plan = CyclePlan(queue_reasons=dict(decisions.queue_reasons), plugin_seconds=dict(decisions.plugin_seconds))
+        plan = CyclePlan(
+            queue_reasons=dict(decisions.queue_reasons),
+            tenant_reasons=dict(decisions.tenant_reasons),
+            plugin_seconds=dict(decisions.plugin_seconds),
+        )
         placed: dict[str, str] = {}
         for bind in decisions.binds:
             placed.setdefault(bind.job, bind.node)

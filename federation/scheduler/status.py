@@ -54,6 +54,7 @@ def _fields(plan: CyclePlan, state: FederationState, keep: int) -> dict[str, Any
         "cycle_seconds": round(plan.seconds, 4),
         "reasons": {job: [[r.code, r.source, r.message] for r in rs] for job, rs in islice(plan.reasons.items(), keep)},
         "queue_reasons": {q: [r.code, r.source, r.message] for q, r in plan.queue_reasons.items()},
+        "tenant_reasons": _by_queue(plan),
         "reservations": {
             job: {"clusters": r.nodes, "start": r.start, "end": r.end, "tenant": tenant_of(job)}
             for job, r in islice(plan.reservations.items(), keep)
@@ -67,6 +68,14 @@ def _fields(plan: CyclePlan, state: FederationState, keep: int) -> dict[str, Any
         "dependency_all": len(state.dependencies) <= keep,
         "throttled": dict(islice(state.throttles.published().items(), keep)),
     }
+
+
+def _by_queue(plan: CyclePlan) -> dict[str, dict[str, list[str]]]:
+    """The tenants a cycle passed over, queue by queue (JSON keys are strings)."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for (queue, tenant), r in plan.tenant_reasons.items():
+        out.setdefault(queue, {})[tenant] = [r.code, r.source, r.message]
+    return out
 
 
 def failing_body(last: bytes | None, health: dict[str, Any]) -> bytes:

@@ -69,6 +69,8 @@ class Decisions:
     reservations: list[Reservation] = field(default_factory=list)
     reasons: dict[str, list[Reason]] = field(default_factory=dict)
     queue_reasons: dict[str, Reason] = field(default_factory=dict)
+    # (queue, tenant) -> why a pass went over the tenant's jobs in the queue that it had not tried yet
+    tenant_reasons: dict[tuple[str, str], Reason] = field(default_factory=dict)
     # job -> queue, in the order the session first took each job up: its true line, which explain shows
     considered: dict[str, str] = field(default_factory=dict)
     plugin_seconds: dict[str, float] = field(default_factory=dict)

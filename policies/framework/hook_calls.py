@@ -34,6 +34,11 @@ class HookCalls:
     def overused(self, queue: str) -> tuple[str, str] | None:
         return self._hook["overused"](queue)  # type: ignore[no-any-return]
 
+    def tenant_held_back(self, queue: str, tenant: str) -> tuple[str, str] | None:
+        """Whether ``allocatable`` would now refuse every job of ``tenant`` in ``queue`` that has nothing
+        placed yet, whatever its size: the tenant's other such jobs need not be tried in this pass."""
+        return self._hook["tenant_held_back"](queue, tenant)  # type: ignore[no-any-return]
+
     def job_valid(self, job: JobInfo) -> tuple[str, str] | None:
         return self._hook["job_valid"](job)  # type: ignore[no-any-return]
 

@@ -5,7 +5,7 @@ Each hook kind has a mode that says how the tiers' plugins combine:
 - ORDER: plugins give sort keys; the combined key is their tuple (first plugin that differs decides).
 - CHECK: plugins return None (no objection) or a reason; the first reason wins, in tier order.
 - ALL:   plugins return bools; all must agree (no plugin = True).
-- ANY:   plugins return reasons or None; any reason means yes (used for ``overused``).
+- ANY:   plugins return reasons or None; any reason means yes (``overused``, ``tenant_held_back``).
 - VOTE:  plugins return +1 / 0 / -1; within a tier any -1 rejects, any +1 permits; else next tier.
 - SCORE: plugins return numbers, summed.
 - VICTIMS: plugins return the candidates they allow; every tier votes, so a victim must be allowed
@@ -51,6 +51,7 @@ HOOKS: dict[str, Mode] = {
     "job_reservable": Mode.CHECK,
     "allocatable": Mode.CHECK,
     "overused": Mode.ANY,
+    "tenant_held_back": Mode.ANY,
     "job_ready": Mode.ALL,
     "job_starving": Mode.ALL,
     "job_pipelined": Mode.VOTE,

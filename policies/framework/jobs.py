@@ -103,6 +103,13 @@ class OrderedJobs:
             if len(self._tenants[job.queue]) == 1 and job.queue not in self._queues:
                 self._queues.add(job.queue)
 
+    def pass_over(self, queue: str, tenant: str) -> None:
+        """Take no more of the tenant's jobs in ``queue`` from its ordered stream: jobs pushed back after
+        a placement (they hold tasks placed in this session) still come."""
+        lane = self._lanes[(queue, tenant)]
+        lane.stream = iter(())
+        lane.head = None
+
     def pop(self) -> JobInfo | None:
         """The next job to consider, or None when every queue is drained or overused."""
         self._return_popped()

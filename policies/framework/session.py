@@ -133,6 +133,10 @@ class Session(Bookkeeping, QueueTotals, HookCalls):
     def why_queue(self, queue: str, code: str, source: str, message: str) -> None:
         self.decisions.queue_reasons[queue] = Reason(code, source, message)
 
+    def why_tenant(self, queue: str, tenant: str, code: str, source: str, message: str) -> None:
+        """Why the tenant's jobs in ``queue`` that a pass went over were not tried (``tenant_held_back``)."""
+        self.decisions.tenant_reasons[(queue, tenant)] = Reason(code, source, message)
+
     # ---- lifecycle -----------------------------------------------------------------------------
 
     def run(self) -> None:

@@ -66,6 +66,7 @@ class FairShare(Plugin):
             "queue_share": self.share,
             "tenant_order": self.tenant_order,
             "allocatable": self.allocatable,
+            "tenant_held_back": self.tenant_held_back,
             "reclaimable": self.reclaimable,
         }
 
@@ -166,7 +167,7 @@ class FairShare(Plugin):
         return ratio(self.tenant_held(queue, tenant), self.tenant_slices.get((queue, tenant), 0.0))
 
     def allocatable(self, task: TaskInfo, job: JobInfo) -> str | None:
-        ssn, units, limit, slices = self.ssn, self.units, self.limit, self.slices
+        ssn, units, limit = self.ssn, self.units, self.limit
         need: float | None = None  # worked out only against a cap: nothing exceeds an infinite one
         placing = 0.0
         if ssn.pending_count(job) < len(job.tasks):  # else nothing of it is placed: no task to sum
@@ -181,14 +182,31 @@ class FairShare(Plugin):
                 need = units(task.resources) if need is None else need
                 if before + placing + need > limit[q] + EPS:
                     return f"{CAP}: queue {q} would exceed its {self.limit_kind(q)} ({format_number(limit[q])} units)"
-            if not ssn.surplus and before >= slices.get(q, 0.0) - EPS:
-                return f"{FAIR_SHARE}: queue {q} holds its fair share ({format_number(slices.get(q, 0.0))} units)"
-        if ssn.surplus:
+            if (veto := self._queue_at_slice(q, before)) is not None:
+                return veto
+        return self._tenant_at_slice(job.queue, job.tenant, self.tenant_held(job.queue, job.tenant) - placing)
+
+    def tenant_held_back(self, queue: str, tenant: str) -> str | None:
+        """HTCondor's submitter limit: once the tenant, or a queue it is under, holds its slice, no job
+        of it with nothing placed yet may start in this pass, whatever its size, because the slice is
+        checked against what is held before the job. (A cap's check depends on the job's size: it stays
+        with ``allocatable``.)"""
+        for q in self.ssn.ancestry(queue):
+            if (veto := self._queue_at_slice(q, self.held(q))) is not None:
+                return veto
+        return self._tenant_at_slice(queue, tenant, self.tenant_held(queue, tenant))
+
+    def _queue_at_slice(self, queue: str, before: float) -> str | None:
+        """A slice holds its queue back only once reached, and only in the first pass (not ``surplus``)."""
+        slice_ = self.slices.get(queue, 0.0)
+        if self.ssn.surplus or before < slice_ - EPS:
             return None
-        tenant_held = self.tenant_held(job.queue, job.tenant) - placing
-        if tenant_held >= self.tenant_slices.get((job.queue, job.tenant), 0.0) - EPS:
-            return f"{FAIR_SHARE}: tenant {job.tenant} holds its fair share of {job.queue}"
-        return None
+        return f"{FAIR_SHARE}: queue {queue} holds its fair share ({format_number(slice_)} units)"
+
+    def _tenant_at_slice(self, queue: str, tenant: str, before: float) -> str | None:
+        if self.ssn.surplus or before < self.tenant_slices.get((queue, tenant), 0.0) - EPS:
+            return None
+        return f"{FAIR_SHARE}: tenant {tenant} holds its fair share of {queue}"
 
     def reclaimable(self, task: TaskInfo, victims: list[TaskInfo]) -> list[TaskInfo]:
         """The victims whose taking leaves every queue of theirs, below the queue they share with the

@@ -48,7 +48,7 @@ from federation.models.dependency import Wait
 from federation.scheduler.state import FederationState
 from federation.scheduler.status import status_of
 from federation.scheduler.turn import Turn, run_sync
-from federation.waits import SchedulerView, wait_of
+from federation.waits import CODES, SchedulerView, wait_of
 from policies import ManualClock
 
 HERE = Path(__file__).parent / "snapshots"
@@ -220,3 +220,51 @@ def test_fedq_jobs_shows_the_codes_and_folds_arrays(
         assert "09:10" in rows["wide"], rows["wide"]  # START: its reservation's, 10 minutes on
     else:
         assert {f"sweep-{i}" for i in range(4)} <= set(rows), rows
+
+
+def test_a_job_the_pass_went_over_waits_with_its_tenants_fair_share() -> None:
+    # Worked by hand (docs/fairshare.md; HTCondor's submitter limit, tests/policies/test_tenant_pass_over.py):
+    # cluster east has 8 one-cpu nodes; ann runs 4 and has a0..a4 waiting (1 cpu each); bob has b0 (3
+    # cpus). bob wants 3, so the queue's 8 spin to slices of 3 for bob and 5 for ann. bob, holding
+    # nothing, goes first and b0 starts; ann (4 of 5) then starts a0, and the queue holds 8 of its 8. a1
+    # is refused for the queue's fair share, and the pass goes over ann's a2..a4. The surplus pass finds
+    # no room for a1 and reserves for it; backfill tries a2..a4 and finds none either. A job whose own
+    # reasons are not published (past the status's first 2,000) waits with ann's: Slurm's "Priority".
+    state = FederationState()
+    state.set_queues(
+        QueueTree(QueueTreeConfig.model_validate({"queues": [{"name": "shared", "tenants": ["ann", "bob"]}]}))
+    )
+    records = Records(state)
+    for i in range(4):
+        body, end = spec("shared", 1, walltime=3600), T + (i + 1) * MINUTE
+        start = end - 3600
+        run = job_record(f"r{i}", f"r{i}", "ann", body, start - 1, [submitted(start - 1)])
+        records.put(
+            run.model_copy(update={"state": JobState.RUNNING, "cluster": "east", "epoch": 1, "start_time": start})
+        )
+    state.set_cluster("east", {}, cordoned=False)
+    nodes = [NodeReport(name=f"n{i}", allocatable={"cpu": 1}, free={"cpu": 0 if i < 4 else 1}) for i in range(8)]
+    runs = [
+        RunningJob(job_id=f"r{i}", epoch=1, resources={"cpu": 1}, expected_end=T + (i + 1) * MINUTE) for i in range(4)
+    ]
+    state.set_report("east", T, ClusterReport(nodes=nodes, running=runs))
+    for i in range(5):
+        records.put(job_record(f"a{i}", f"a{i}", "ann", spec("shared", 1), T - 100 + i, [submitted(T - 100 + i)]))
+    records.put(job_record("b0", "b0", "bob", spec("shared", 3), T - 50, [submitted(T - 50)]))
+    config = FederationConfig()
+    turn = Turn(
+        config, ManualClock(T), Accountant(ManualClock(T), config.fairshare.half_life, config.fairshare.usage_weights)
+    )
+
+    done = run_sync(turn.run(state, records, T))
+    assert done.plan is not None
+    status = json.loads(status_of(done.plan, state).body(T))
+
+    assert sorted(record.id for record in done.dispatched) == ["a0", "b0"]
+    held = ["fair-share", "fairshare", "queue shared holds its fair share (8 units)"]
+    assert status["tenant_reasons"] == {"shared": {"ann": held}}
+    short = "0/1 clusters can take the whole job (cpu=1) now: 1 short of room"
+    assert status["reasons"]["a4"] == [["insufficient", "allocate", short]]
+    del status["reasons"]["a4"]  # as if past the published 2,000
+    found = wait_of(records.jobs["a4"].summary(), SchedulerView.of(status), T)
+    assert found is not None and (found.code, found.text) == ("Priority", f"{CODES['Priority']}: {held[2]}"), found
