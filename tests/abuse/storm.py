@@ -265,7 +265,8 @@ _CYCLE = re.compile(r"^fedq_scheduler_cycle_seconds_(sum|count) ([0-9.e+-]+)$", 
 
 
 def cycle_totals(server: str, token: str, ca: str) -> tuple[float, float]:
-    """The scheduler's (seconds, cycles) so far, from its histogram."""
+    """The scheduler's (seconds, cycles) so far, from its histogram. ``token`` is a tenant's: an admin's
+    scrape also builds the usage series from every job (100,000 here), which would load the windows."""
     text = httpx.get(
         f"{server}/metrics",
         headers={"Authorization": f"Bearer {token}"},
@@ -327,12 +328,12 @@ def cpu_seconds(pid: int) -> float:
 
 
 def run(
-    fed: Any, storm: Storm, token: str, tenant: str = "alice", on_storm: Callable[[int], None] | None = None
+    fed: Any, storm: Storm, tenant: str = "alice", on_storm: Callable[[int], None] | None = None
 ) -> tuple[Figures, Figures]:
     """Fill ``storm.agents`` clusters with ``storm.jobs`` running jobs through the API and the scheduler,
     then measure the quiet window and the storm window, ``storm.seconds`` each. ``fed`` is a
-    ``tests.e2e.cluster.Federation``; ``token`` its admin token (for ``/metrics``); ``on_storm`` hears the API
-    process's pid as the storm begins (to profile it)."""
+    ``tests.e2e.cluster.Federation``; ``on_storm`` hears the API process's pid as the storm begins (to
+    profile it: ``bench/storm.py --profile``)."""
     names = [f"storm-{i:03d}" for i in range(storm.agents)]
     credentials = join_all(fed.admin, fed.server.url, fed.ca, names, storm.nodes)
     loader = start_agents(fed.server.url, fed.ca, credentials, storm.nodes, storm.period)
@@ -346,10 +347,11 @@ def run(
             },
         }
         total = storm.nodes * storm.agents
-        for start in range(0, total, 5_000):
-            fed.admin.submit_many([spec] * min(5_000, total - start), tenant=tenant)
+        for start in range(0, total, 1_000):  # a request each well within the client's timeout on a busy machine
+            fed.admin.submit_many([spec] * min(1_000, total - start), tenant=tenant)
         _, _, running = loader.results.get(timeout=max(120.0, total / 200))
         assert running == total, f"{running} of {total} jobs running before the windows"
+        token = fed.admin.create_tenant_token(tenant)  # for /metrics: see cycle_totals
         pid = fed.server.process.pid
         cpu = cpu_seconds(pid)
         quiet_submits, quiet_pages, quiet_cycles, quiet_cycle = window(fed.admin, token, fed.ca, tenant, storm.seconds)
