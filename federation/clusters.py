@@ -59,14 +59,6 @@ class ReportTooLarge(ValueError):
     """The report's capacity and running jobs would not fit one store request."""
 
 
-HEARD_SHARE = 0.1
-"""A replica writes that a cluster was heard (``heard/<name>``) at most every this share of ``lostAfter``
-(1.5 s of the default 15 s), and no more than ``requeueAfter`` is past ``lostAfter``, not at each report:
-a hundred agents reporting every second were a hundred etcd writes a second, each a raft entry and an
-fsync that every report waited on in its turn (``AGENT_REPORTS_AT_ONCE``) and an event the scheduler
-decoded. The stored time is then at most that much behind the last report: a silent cluster is judged
-lost after 90 % to 100 % of ``lostAfter``, and its jobs are requeued no sooner than the agent, unheard
-for ``lostAfter``, has stopped them."""
 MAX_STORED_REPORT = 1_400_000  # bytes: under etcd's 1.5 MiB request limit, with room for the key and framing
 
 
@@ -91,14 +83,8 @@ class ClusterService:
         (``federation/api/admission.py`` reads them again after a change here)."""
         config = retries if retries is not None else JobsConfig()
         self.retry = RetryPolicy(config.max_retries, config.backoff)
-        liveness = liveness or ClusterLivenessConfig()
-        lost_after = liveness.lost_after
+        lost_after = (liveness or ClusterLivenessConfig()).lost_after
         self.lease = lost_after if math.isfinite(lost_after) else None
-        # Within requeueAfter's lead over the agent's lease too: a silent cluster's jobs are requeued no
-        # sooner than the agent has fenced itself (it stops its runs once unheard for ``lease``).
-        spare = liveness.requeue_after - lost_after
-        self._hear_every = min(lost_after * HEARD_SHARE, spare) if math.isfinite(lost_after) else 0.0
-        self._heard: dict[str, float] = {}  # cluster -> when this replica last wrote that it was heard
 
     async def join(self, request: JoinRequest) -> str:
         """Spend the join token and return the cluster's long-lived credential, which replaces any earlier one."""
@@ -180,15 +166,12 @@ class ClusterService:
         ]
         unchanged = report.unchanged_since
         if unchanged:
-            hear = now - self._heard.get(name, -math.inf) >= self._hear_every
             result = await self.store.txn(
                 [Compare.exists(keys.cluster(name)), Compare.mod_revision(keys.report(name), "==", unchanged)],
-                [*([_heard(name, now)] if hear else []), *reads],
+                [_heard(name, now), *reads],
                 reads,
             )
-            responses = result.responses[1:] if result.succeeded and hear else result.responses
-            if result.succeeded and hear:
-                self._heard[name] = now
+            responses = result.responses[1:] if result.succeeded else result.responses
         else:
             responses = (await self.store.txn((), reads)).responses
         found, cancels, assigned = responses
@@ -200,7 +183,6 @@ class ClusterService:
             revision: int | None = unchanged if result.succeeded else None
             if not result.succeeded:  # the stored report is no longer the one it names: the next goes whole
                 await self.store.txn((), [_heard(name, now)])
-                self._heard[name] = now
         else:
             revision = await self._store(name, record, report, now)
         cancellations: dict[tuple[str, int], Cancellation] = {}
