@@ -26,6 +26,7 @@ from federation import keys
 from federation.config import DAY, DEFAULT_TOKEN_TTL
 from federation.models.cluster import ClusterGrant
 from federation.store import DEFAULT_MAX_TXN_OPS, Compare, KeyValue, Op, Store
+from federation.watched import WatchedPrefix
 from policies.clock import Clock
 from policies.format import format_time
 
@@ -127,7 +128,11 @@ def _renewal(record: TokenRecord) -> str:
 
 
 class TokenStore:
-    """Issues, resolves, lists and revokes tokens; ``bootstrap_admin`` is the server's FEDQ_ADMIN_TOKEN."""
+    """Issues, resolves, lists and revokes tokens; ``bootstrap_admin`` is the server's FEDQ_ADMIN_TOKEN.
+
+    Every request resolves a token, so the records are resolved from a copy the replica keeps by a watch
+    (``WatchedPrefix``), not read from the store each time. A revoke through this replica holds here
+    once it returns, and through any other replica within the watch's delay."""
 
     def __init__(
         self,
@@ -141,6 +146,8 @@ class TokenStore:
         self._clock = clock
         self._bootstrap = None if bootstrap_admin is None else digest(bootstrap_admin)
         self._bootstrap_ttl = bootstrap_ttl
+        self.records = WatchedPrefix(store, keys.TOKENS, TokenRecord.model_validate_json)
+        """The replica's copy of every token's record, by digest."""
 
     async def issue(
         self, role: Role, name: str, *, expires_at: float | None = None, grant: ClusterGrant | None = None
@@ -158,8 +165,10 @@ class TokenStore:
     async def resolve(self, token: str) -> Principal:
         """Who the token names; TokenRefused when it is unknown, expired or revoked."""
         token_digest = digest(token)
-        kv = await self._store.get(keys.token(token_digest))
-        record = await self._bootstrapped(token_digest) if kv is None else _record(kv)
+        record = await self.records.get(token_digest)
+        if record is None:  # unknown, or issued through another replica a moment ago
+            kv = await self._store.get(keys.token(token_digest))
+            record = await self._bootstrapped(token_digest) if kv is None else _record(kv)
         if record is None:
             raise TokenRefused("unknown token: check --token or FEDQ_TOKEN, or ask an admin for a token")
         tid = token_digest[:ID_LENGTH]
@@ -218,7 +227,7 @@ class TokenStore:
             if old.role is Role.CLUSTER and old.name == cluster and old.ended(now) is None:
                 old.revoked_at, old.revoked_because = now, f"cluster {cluster} joined again"
                 ops.append(Op.put(kv.key, old.to_bytes()))
-        await self._store.txn([], ops, [])
+        await self.records.caught_up((await self._store.txn([], ops, [])).revision)
         return token
 
     async def list(self) -> list[TokenInfo]:
@@ -237,8 +246,11 @@ class TokenStore:
         record = _record(kv)
         if record.revoked_at is None:
             record.revoked_at, record.revoked_because = self._clock.now(), because
-            await self._store.put(kv.key, record.to_bytes())
+            await self.records.caught_up(await self._store.put(kv.key, record.to_bytes()))
         return TokenInfo(tid, record)
+
+    async def close(self) -> None:
+        await self.records.close()
 
 
 def _record(kv: KeyValue) -> TokenRecord:

@@ -22,7 +22,9 @@ MAX_DEPTH = 64
 MAX_EXPANDED_BYTES = 8 * 1024 * 1024
 """Default size limit of a document with its YAML aliases expanded (the API's default body limit)."""
 
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+# A string's run of plain bytes is taken at once, not a byte per alternation: 2 ms over a 300 KB string,
+# not 40 ms of the replica's event loop that every other request waits behind (tests/abuse/test_tenant_abuse.py).
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _SQUARE = bytes.maketrans(b"{}", b"[]")
 _NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
 

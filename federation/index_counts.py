@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import contextlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -28,6 +27,7 @@ import structlog
 
 from federation import keys
 from federation.store import CompactedError, Op, Store, StoreError, WatchEvent
+from federation.watched import Arrivals, stop
 
 log = structlog.get_logger(__name__)
 
@@ -37,8 +37,7 @@ class IndexCounts:
         self._store = store
         self._counts: dict[str, int] = {}  # index prefix -> keys under it
         self._counted_at: dict[str, int] = {}  # index prefix -> the revision its count was read at
-        self._seen = 0  # the last revision the watch delivered
-        self._waiting: list[tuple[int, asyncio.Future[None]]] = []
+        self._arrivals = Arrivals()  # the last revision the watch delivered
         self._lock = asyncio.Lock()  # the watch applies nothing while ranges are counted
         self._syncing = asyncio.Lock()
         self._syncs = 0  # syncs begun
@@ -81,18 +80,15 @@ class IndexCounts:
         raise StoreError("the job index watch keeps ending: counts are unavailable")
 
     async def close(self) -> None:
-        if self._watch is not None:
-            self._watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._watch
-            self._watch = None
+        await stop(self._watch)
+        self._watch = None
 
     async def _start(self) -> None:
         """Forget every count (the watch that kept them stopped) and watch from the store's revision on."""
         for kept in (self._counts, self._counted_at, self._orders, self._ordered_at):
             kept.clear()
-        self._seen = await self._store.revision()
-        self._watch = asyncio.create_task(self._follow(self._seen + 1))
+        self._arrivals.delivered(await self._store.revision())
+        self._watch = asyncio.create_task(self._follow(self._arrivals.seen + 1))
 
     async def _caught_up(self) -> bool:
         """Whether the watch delivered a write made after this call began (False: it ended first).
@@ -111,15 +107,9 @@ class IndexCounts:
 
     async def _sync(self) -> bool:
         revision = await self._store.put(keys.INDEX_SYNC, b"")
-        if self._seen >= revision:
-            return True
-        arrived: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.append((revision, arrived))
         assert self._watch is not None
-        await asyncio.wait([arrived, self._watch], return_when=asyncio.FIRST_COMPLETED)
-        if arrived.done():
+        if await self._arrivals.wait(revision, self._watch):
             return True
-        arrived.cancel()
         self._watch.result()  # raises what ended it, if anything did
         return False
 
@@ -146,12 +136,7 @@ class IndexCounts:
                 order.drop(event.key[len(queue) :])
                 if event.type == "put" and event.kv is not None:
                     order.add(event.kv.value)
-        self._seen = event.revision
-        due = [waiter for waiter in self._waiting if waiter[0] <= event.revision]
-        self._waiting = [waiter for waiter in self._waiting if waiter[0] > event.revision]
-        for _, arrived in due:
-            if not arrived.done():
-                arrived.set_result(None)
+        self._arrivals.delivered(event.revision)
 
 
 LineKey = tuple[float, float, str]

@@ -104,6 +104,7 @@ def create_app(
             with contextlib.suppress(asyncio.CancelledError):
                 await sweeper
             await state.counts.close()
+            await tokens.close()
 
     app = DocumentedApp(title="fedq", version="0.1.0", lifespan=lifespan)
     app.state.fedq = state

@@ -66,7 +66,8 @@ async def report(name: str, request: Request, state: State, who: Caller) -> Resp
             raise ApiError(400, f"malformed JSON body: {exc.errors()[0]['msg']}") from None
         raise invalid(exc, "cluster report") from None
     try:
-        reply = await state.clusters.report(name, body)
+        async with state.agent_reports:  # its turn (AGENT_REPORTS_AT_ONCE)
+            reply = await state.clusters.report(name, body)
     except UnknownCluster:
         raise ApiError(404, f"cluster {name!r} is not registered; join it again") from None
     except ReportTooLarge as exc:

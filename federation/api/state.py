@@ -131,6 +131,18 @@ class ReportGate:
             self._running.release()
 
 
+AGENT_REPORTS_AT_ONCE = 4
+"""Agents' reports served at once by a replica (issue 33, point 6); the rest wait their turn, in the order
+they came. A hundred agents report every second, each report a few steps of the replica's one event loop
+(its txn, its reply). All let in at once, a burst of them fills the loop's ready queue, and each step of
+any other request (a submit has several: its reads, its txn) waits behind every one of them; four at a
+time, it waits behind a few at most, and the reports still get all the loop the rest leave (a report is
+mostly a round trip to etcd, so four keep the loop busy). The turn is taken once the report is
+authenticated and its body read: a client that is slow to send one, or has no credential, holds none.
+A report that waits is still answered (an agent's lease is many seconds); its wait counts in the report
+route's latency (``fedq_api_request_seconds``)."""
+
+
 @dataclass
 class ServerState:
     store: Store
@@ -152,3 +164,4 @@ class ServerState:
     status: StatusCache  # the leader's status, for why listed jobs wait
     counts: IndexCounts  # jobs per index range, for the queue view and explain
     reports: ReportGate = field(default_factory=ReportGate)
+    agent_reports: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(AGENT_REPORTS_AT_ONCE))

@@ -47,6 +47,8 @@ class Figures:
     report_errors: int
     api_cpu: float  # seconds of CPU the API's process took in the window
     seconds: float
+    served: float = float("nan")  # a report's mean seconds in the API (its histogram), the rest is the wire's
+    agents_cpu: float = float("nan")  # seconds of CPU the agents' process took: past a core, it times itself
 
     def row(self) -> str:
         return (
@@ -54,7 +56,9 @@ class Figures:
             f"{self.report_errors} failed); submit p50 {_p(self.submits, 50):.3f} p99 {_p(self.submits, 99):.3f} s; "
             f"first page p50 {_p(self.pages, 50):.3f} p99 {_p(self.pages, 99):.3f} s; "
             f"cycle mean {self.cycle_mean:.3f} s over {self.cycles}; API process CPU {self.api_cpu / self.seconds:.0%}"
-            f" ({1000 * self.api_cpu / max(1, len(self.reports) + 2 * len(self.submits)):.1f} ms a request)"
+            f" ({1000 * self.api_cpu / max(1, len(self.reports) + 2 * len(self.submits)):.1f} ms a request); "
+            f"report mean {statistics.fmean(self.reports) if self.reports else float('nan'):.3f} s, "
+            f"{self.served:.3f} s of it in the API; agents' process CPU {self.agents_cpu / self.seconds:.0%}"
         )
 
 
@@ -262,18 +266,28 @@ async def _agents(
 
 
 _CYCLE = re.compile(r"^fedq_scheduler_cycle_seconds_(sum|count) ([0-9.e+-]+)$", re.M)
+_REPORT = re.compile(
+    r'^fedq_api_request_seconds_(sum|count)\{route="/v1/clusters/\{name\}/report"\} ([0-9.e+-]+)$', re.M
+)
 
 
-def cycle_totals(server: str, token: str, ca: str) -> tuple[float, float]:
-    """The scheduler's (seconds, cycles) so far, from its histogram."""
+def totals(server: str, token: str, ca: str) -> tuple[float, float, float, float]:
+    """The scheduler's (seconds, cycles) and the API's (seconds, reports) so far, from their histograms.
+    ``token`` is a tenant's: an admin's scrape also builds the usage series from every job (100,000
+    here), which would load the windows."""
     text = httpx.get(
         f"{server}/metrics",
         headers={"Authorization": f"Bearer {token}"},
         verify=ssl.create_default_context(cafile=ca),
         timeout=30,
     ).text
-    found = dict(_CYCLE.findall(text))
-    return float(found.get("sum", 0.0)), float(found.get("count", 0.0))
+    cycles, reports = dict(_CYCLE.findall(text)), dict(_REPORT.findall(text))
+    return (
+        float(cycles.get("sum", 0.0)),
+        float(cycles.get("count", 0.0)),
+        float(reports.get("sum", 0.0)),
+        float(reports.get("count", 0.0)),
+    )
 
 
 def probe(admin: FedqClient, tenant: str, seconds: float, interval: float = 0.1) -> tuple[list[float], list[float]]:
@@ -295,13 +309,21 @@ def probe(admin: FedqClient, tenant: str, seconds: float, interval: float = 0.1)
 
 def window(
     admin: FedqClient, token: str, ca: str, tenant: str, seconds: float
-) -> tuple[list[float], list[float], int, float]:
-    """Probe for ``seconds``; the probe's latencies and the scheduler's cycles meanwhile."""
-    before = cycle_totals(admin.server, token, ca)
+) -> tuple[list[float], list[float], int, float, float]:
+    """Probe for ``seconds``; the probe's latencies, the scheduler's cycles meanwhile (how many, their
+    mean) and a report's mean seconds in the API."""
+    before = totals(admin.server, token, ca)
     submits, pages = probe(admin, tenant, seconds)
-    after = cycle_totals(admin.server, token, ca)
+    after = totals(admin.server, token, ca)
     cycles = int(after[1] - before[1])
-    return submits, pages, cycles, (after[0] - before[0]) / cycles if cycles else float("nan")
+    reports = after[3] - before[3]
+    return (
+        submits,
+        pages,
+        cycles,
+        (after[0] - before[0]) / cycles if cycles else float("nan"),
+        (after[2] - before[2]) / reports if reports else float("nan"),
+    )
 
 
 def median(values: list[float]) -> float:
@@ -327,12 +349,12 @@ def cpu_seconds(pid: int) -> float:
 
 
 def run(
-    fed: Any, storm: Storm, token: str, tenant: str = "alice", on_storm: Callable[[int], None] | None = None
+    fed: Any, storm: Storm, tenant: str = "alice", on_storm: Callable[[int], None] | None = None
 ) -> tuple[Figures, Figures]:
     """Fill ``storm.agents`` clusters with ``storm.jobs`` running jobs through the API and the scheduler,
     then measure the quiet window and the storm window, ``storm.seconds`` each. ``fed`` is a
-    ``tests.e2e.cluster.Federation``; ``token`` its admin token (for ``/metrics``); ``on_storm`` hears the API
-    process's pid as the storm begins (to profile it)."""
+    ``tests.e2e.cluster.Federation``; ``on_storm`` hears the API process's pid as the storm begins (to
+    profile it: ``bench/storm.py --profile``)."""
     names = [f"storm-{i:03d}" for i in range(storm.agents)]
     credentials = join_all(fed.admin, fed.server.url, fed.ca, names, storm.nodes)
     loader = start_agents(fed.server.url, fed.ca, credentials, storm.nodes, storm.period)
@@ -346,21 +368,27 @@ def run(
             },
         }
         total = storm.nodes * storm.agents
-        for start in range(0, total, 5_000):
-            fed.admin.submit_many([spec] * min(5_000, total - start), tenant=tenant)
+        for start in range(0, total, 1_000):  # a request each well within the client's timeout on a busy machine
+            fed.admin.submit_many([spec] * min(1_000, total - start), tenant=tenant)
         _, _, running = loader.results.get(timeout=max(120.0, total / 200))
         assert running == total, f"{running} of {total} jobs running before the windows"
-        pid = fed.server.process.pid
-        cpu = cpu_seconds(pid)
-        quiet_submits, quiet_pages, quiet_cycles, quiet_cycle = window(fed.admin, token, fed.ca, tenant, storm.seconds)
-        quiet_cpu = cpu_seconds(pid) - cpu
+        token = fed.admin.create_tenant_token(tenant)  # for /metrics: see totals
+        pid, agents = fed.server.process.pid, loader.process.pid
+        assert agents is not None
+        cpu, agents_cpu = cpu_seconds(pid), cpu_seconds(agents)
+        quiet_submits, quiet_pages, quiet_cycles, quiet_cycle, quiet_served = window(
+            fed.admin, token, fed.ca, tenant, storm.seconds
+        )
+        quiet_cpu, quiet_agents_cpu = cpu_seconds(pid) - cpu, cpu_seconds(agents) - agents_cpu
         loader.storm.set()
         time.sleep(storm.period)  # every agent has begun
         if on_storm is not None:
             on_storm(pid)
-        cpu = cpu_seconds(pid)
-        storm_submits, storm_pages, storm_cycles, storm_cycle = window(fed.admin, token, fed.ca, tenant, storm.seconds)
-        storm_cpu = cpu_seconds(pid) - cpu
+        cpu, agents_cpu = cpu_seconds(pid), cpu_seconds(agents)
+        storm_submits, storm_pages, storm_cycles, storm_cycle, storm_served = window(
+            fed.admin, token, fed.ca, tenant, storm.seconds
+        )
+        storm_cpu, storm_agents_cpu = cpu_seconds(pid) - cpu, cpu_seconds(agents) - agents_cpu
         loader.stop.set()
         quiet_reports, quiet_errors = loader.take("quiet")
         storm_reports, storm_errors = loader.take("storm")
@@ -368,9 +396,27 @@ def run(
         stop_agents(loader)
     return (
         Figures(
-            quiet_reports, quiet_submits, quiet_pages, quiet_cycles, quiet_cycle, quiet_errors, quiet_cpu, storm.seconds
+            quiet_reports,
+            quiet_submits,
+            quiet_pages,
+            quiet_cycles,
+            quiet_cycle,
+            quiet_errors,
+            quiet_cpu,
+            storm.seconds,
+            quiet_served,
+            quiet_agents_cpu,
         ),
         Figures(
-            storm_reports, storm_submits, storm_pages, storm_cycles, storm_cycle, storm_errors, storm_cpu, storm.seconds
+            storm_reports,
+            storm_submits,
+            storm_pages,
+            storm_cycles,
+            storm_cycle,
+            storm_errors,
+            storm_cpu,
+            storm.seconds,
+            storm_served,
+            storm_agents_cpu,
         ),
     )

@@ -19,7 +19,6 @@ import pytest
 from federation.store import EtcdServer
 from tests.abuse import storm
 from tests.e2e.cluster import Federation
-from tests.e2e.support import ADMIN_TOKEN
 
 pytestmark = [pytest.mark.etcd, pytest.mark.slow]
 
@@ -37,7 +36,7 @@ def test_a_report_storm_keeps_reports_cycles_and_the_api_within_twice_quiet(
     }
     fed = Federation(etcd_server.connection, tmp_path, config)
     try:
-        quiet, loud = storm.run(fed, SIZE, ADMIN_TOKEN)
+        quiet, loud = storm.run(fed, SIZE)
     finally:
         fed.close()
     ratios = storm.ratios(quiet, loud)

@@ -14,7 +14,7 @@ from federation.auth import Role
 from federation.config import FederationConfig
 from federation.store import MemoryStore, Store
 from policies.clock import ManualClock
-from tests.api.support import ADMIN, Api
+from tests.api.support import ADMIN, Api, InProcess
 
 START = 1_700_000_000.0
 QUEUES = {
@@ -56,7 +56,7 @@ async def serving(
     for tenant in ("alice", "bob", "carol"):
         tokens[tenant] = await state.tokens.issue(Role.TENANT, tenant)
     tokens["expired"] = await state.tokens.issue(Role.TENANT, "alice", expires_at=clock.now() - 1)
-    transport = httpx.ASGITransport(app=app)
+    transport = InProcess(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://fedq") as http:
         response = await http.put("/v1/queues", json=QUEUES, headers={"Authorization": f"Bearer {ADMIN}"})
         assert response.status_code == 200, response.text

@@ -32,14 +32,17 @@ DEADLINE = 120.0
 WRITTEN = ("may yet be accepted", "this request was accepted")
 
 
-def _body(names: list[str]) -> dict[str, Any]:
-    jobs = [job_spec(name) for name in names]
+def _body(names: list[str], queue: str) -> dict[str, Any]:
+    jobs = [job_spec(name, queue=queue) for name in names]
     return jobs[0] if len(jobs) == 1 else {"jobs": jobs}
 
 
-async def _post(api: Api, names: list[str], key: str | None) -> httpx.Response:
-    headers = {**api.auth("alice"), **({"Idempotency-Key": key} if key else {})}
-    return await api.http.post("/v1/jobs", params={"allowUnschedulable": "true"}, json=_body(names), headers=headers)
+async def _post(api: Api, names: list[str], key: str | None, newcomer: str | None = None) -> httpx.Response:
+    """alice's submit; with ``newcomer``, an admin's for that tenant, in a queue open to every tenant."""
+    headers = {**api.auth("admin" if newcomer else "alice"), **({"Idempotency-Key": key} if key else {})}
+    params = {"allowUnschedulable": "true", **({"tenant": newcomer} if newcomer else {})}
+    body = _body(names, "scratch.default" if newcomer else "research.vision")
+    return await api.http.post("/v1/jobs", params=params, json=body, headers=headers)
 
 
 @pytest.mark.parametrize("per_request", [1, 100], ids=["single", "bulk"])  # 100: staged, over several txns
@@ -51,6 +54,8 @@ async def test_submits_around_an_etcd_sigkill_land_once_or_leave_nothing(per_req
         acked_names: set[str] = set()
         refused: list[int] = []
         left_nothing: set[str] = set()  # names of keyless requests refused for sure
+        certain = [0, 0]  # refusals for sure: alice's probes, newcomers'
+        probes = 0
         loop = asyncio.get_running_loop()
         outage: asyncio.Future[None] | None = None  # the kill, then the restart, each in a thread
         restarted = False
@@ -70,10 +75,17 @@ async def test_submits_around_an_etcd_sigkill_land_once_or_leave_nothing(per_req
                         assert response.status_code in (409, 503), response.text
                         refused.append(response.status_code)
                     if outage is not None and not restarted:
-                        probe = [f"probe-{len(refused)}-{i}" for i in range(per_request)]
-                        answered = await _post(api, probe, key=None)
-                        if answered.status_code != 201 and not any(words in answered.text for words in WRITTEN):
-                            left_nothing.update(probe)
+                        # Two keyless probes: alice's, refused for sure only where its answer says so (once
+                        # it reaches its write, its commit's answer may be lost: "may yet be accepted"), and
+                        # a newcomer's first submit, whose quota sum is read from the store before anything
+                        # is written (tokens come from the replica's copy: authentication reads nothing).
+                        for newcomer in (None, f"newcomer-{probes}"):
+                            probe = [f"probe-{probes}-{newcomer or 'alice'}-{i}" for i in range(per_request)]
+                            answered = await _post(api, probe, key=None, newcomer=newcomer)
+                            if answered.status_code != 201 and not any(words in answered.text for words in WRITTEN):
+                                left_nothing.update(probe)
+                                certain[newcomer is not None] += 1
+                        probes += 1
                     if outage is None and len(acknowledged) >= ACKED_BEFORE_KILL * per_request:
                         outage = loop.run_in_executor(None, lambda: etcd.stop(kill=True))
                     elif outage is not None and not restarted and len(refused) >= REFUSED_BEFORE_RESTART:
@@ -95,7 +107,8 @@ async def test_submits_around_an_etcd_sigkill_land_once_or_leave_nothing(per_req
         await reader.close()
         await store.close()
 
-    assert restarted and refused and left_nothing, "etcd was never down while requests came in"
+    print(f"{probes} probes while etcd was down: refused for sure, alice's {certain[0]}, newcomers' {certain[1]}")
+    assert restarted and refused and left_nothing, f"etcd was never down while requests came in ({certain})"
     assert len(acknowledged) >= acked_at_restart + ACKED_AFTER_RESTART * per_request  # submits went on
     assert len(set(acknowledged)) == len(acknowledged)
     stored = {record.id for record in records}
