@@ -143,10 +143,11 @@ class LocalScheduler:
         for job_id, reasons in decisions.reasons.items():
             if reasons:
                 plan.reasons[job_id] = reasons[-1].message
-        for info in jobs:  # a pass went over the tenant's jobs in the queue: they wait for its reason
-            passed_over = decisions.tenant_reasons.get((info.queue, info.tenant))
-            if passed_over is not None and info.id not in plan.reasons and info.id not in placements:
-                plan.reasons[info.id] = passed_over.message
+        if decisions.tenant_reasons:  # a pass went over a tenant's jobs in a queue: they wait for its reason
+            for info in jobs:
+                passed_over = decisions.tenant_reasons.get((info.queue, info.tenant))
+                if passed_over is not None and info.id not in plan.reasons and info.id not in placements:
+                    plan.reasons[info.id] = passed_over.message
         return plan
 
     def _running_infos(self, running: list[LocalJob]) -> list[JobInfo]:

@@ -132,9 +132,7 @@ class SwfTrace:
         processors than the trace's MaxProcs.
         """
         max_nodes = self.header_int("MaxNodes")
-        procs = self.header_int("MaxProcs") or max_nodes or max((j.procs for j in self.jobs), default=0)
-        if not (self.header_int("MaxProcs") or max_nodes):
-            procs = max(procs, self.peak_in_use())
+        procs = self.header_int("MaxProcs") or max_nodes or max([j.procs for j in self.jobs] + [self.peak_in_use()])
         if procs <= 0:
             raise ValueError(f"{self.path}: no MaxProcs/MaxNodes header and no jobs to size the machine")
         n = nodes if nodes is not None else (max_nodes or procs)

@@ -24,7 +24,7 @@ minutes (issue 35).
 
 from __future__ import annotations
 
-from policies.actions.placing import try_job
+from policies.actions.placing import last_code, try_job
 from policies.framework.decisions import FAIR_SHARE, INSUFFICIENT, split_reason
 from policies.framework.jobs import OrderedJobs
 from policies.framework.registry import register_action
@@ -72,7 +72,7 @@ class Allocate(Action):
             if not ssn.to_place(job) or job.id in ssn.reserved:
                 continue
             kept, waitable = try_job(ssn, job)
-            if not kept and _last_code(ssn, job) == FAIR_SHARE:
+            if not kept and last_code(ssn, job) == FAIR_SHARE:
                 self._pass_over(ssn, jobs, job)
             if kept:
                 self.started += 1
@@ -82,8 +82,3 @@ class Allocate(Action):
                 ssn.blocked.append(job)
                 ssn.halted = True
                 return
-
-
-def _last_code(ssn: Session, job: JobInfo) -> str | None:
-    reasons = ssn.decisions.reasons.get(job.id)
-    return reasons[-1].code if reasons else None

@@ -30,5 +30,10 @@ def try_job(ssn: Session, job: JobInfo) -> tuple[bool, bool]:
     if placed:
         ssn.why(job, GANG, "gang", f"only part of the gang of {job.gang_size} fits now")
     stmt.discard()
+    return False, last_code(ssn, job) in WAITABLE
+
+
+def last_code(ssn: Session, job: JobInfo) -> str | None:
+    """The code of the last reason the session gave ``job`` (None: none yet)."""
     reasons = ssn.decisions.reasons.get(job.id)
-    return False, reasons is not None and bool(reasons) and reasons[-1].code in WAITABLE
+    return reasons[-1].code if reasons else None
