@@ -238,14 +238,14 @@ class Agent:
         if not self._reconciled or self.fenced:
             return None
         pending = self.tracker.pending()
-        growing = self.tracker.growing()
-        if not pending and not growing:
+        if not pending and not self.tracker.growing():
             return None
         nodes = self.backend.nodes()
         for job in self.scheduler.never_fits(pending, nodes):
             self.tracker.hand_back(job, "does not fit any node of this cluster")
         running = [job for job in self.tracker.jobs.values() if job.launched and not job.state.terminal]
-        plan = self.scheduler.plan(self.tracker.pending(), running, nodes)
+        pending = [job for job in pending if job.state is JobState.ADMITTED]  # less those just handed back
+        plan = self.scheduler.plan(pending, running, nodes)
         for job, reason in plan.evictions:
             self.backend.kill(job.job_id, job.epoch, f"preempted: {reason}")
         for job, keys, reason in plan.shrinks:
@@ -280,7 +280,7 @@ class Agent:
                 self.tracker.hand_back(job, f"launch failed {failures} times: {exc}")
                 del self._launch_failures[job.job_id]
             return False
-        job.mark_placed([(task.task_name, task.index) for task in launches])
+        self.tracker.mark_placed(job, [(task.task_name, task.index) for task in launches])
         self._launch_failures.pop(job.job_id, None)
         self.log.info("launched", job_id=job.job_id, epoch=job.epoch, tasks=len(placement), more=more)
         return True

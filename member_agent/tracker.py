@@ -44,6 +44,7 @@ class LocalJob:
     version: int = 0  # grows with every change to ``tasks`` or ``placed``: what a cached view is keyed on
     phases: Counter[TaskPhase] = field(default_factory=Counter)  # how many of ``tasks`` are in each phase
     started_at: float | None = None  # the earliest start among ``tasks``: the job's start in reports
+    _spec_tasks: int = field(default=0, init=False, repr=False, compare=False)
 
     @property
     def gang_size(self) -> int:
@@ -53,7 +54,11 @@ class LocalJob:
 
     @property
     def total_tasks(self) -> int:
-        return self.spec.total_replicas if self.spec is not None else len(self.tasks)
+        return self._spec_tasks if self.spec is not None else len(self.tasks)
+
+    def __post_init__(self) -> None:
+        # A job's spec is set once, when it is admitted; asked of every launched job each round.
+        self._spec_tasks = self.spec.total_replicas if self.spec is not None else 0
 
     def resources(self) -> dict[str, float]:
         """What the job's tasks hold now: those launched and not ended (an elastic job's tasks not yet
@@ -143,6 +148,9 @@ class JobTracker:
         self.jobs: dict[str, LocalJob] = {}
         self._outbox: list[PlainStatusUpdate] = []
         self._running: dict[str, tuple[LocalJob, int, PlainRunningJob]] = {}  # the last report's entries, by version
+        # Ids of launched jobs that may have tasks not placed (an elastic job's, or ones given back): a
+        # superset of the growing ones, so a round with none does not walk every job held.
+        self._partial: set[str] = set()
 
     def admit(self, assignment: Assignment) -> LocalJob | None:
         """Take a new assignment; a repeat of one already held is ignored."""
@@ -173,6 +181,7 @@ class JobTracker:
             if job.epoch == status.epoch:
                 job.record(status)
                 job.placed.add((status.task_name, status.index))
+                self._partial.add(job.job_id)
 
     def known(self) -> list[tuple[str, int]]:
         return [(job.job_id, job.epoch) for job in self.jobs.values()]
@@ -184,17 +193,27 @@ class JobTracker:
             if not job.launched and job.cancel_reason is None and job.state is JobState.ADMITTED
         ]
 
-    def growing(self) -> list[LocalJob]:
-        """Launched jobs, still on the cluster and not being stopped, with tasks not yet placed (an
+    def growing(self) -> bool:
+        """Whether a launched job, still on the cluster and not being stopped, has tasks not yet placed (an
         elastic job's beyond its gang, or ones given back): later sessions place them as room allows."""
-        return [
-            job
-            for job in self.jobs.values()
-            if job.launched
-            and job.cancel_reason is None
-            and job.state in (JobState.ADMITTED, JobState.RUNNING)
-            and job.unplaced() > 0
-        ]
+        for job_id in list(self._partial):
+            job = self.jobs.get(job_id)
+            if (
+                job is None
+                or job.state.terminal
+                or job.cancel_reason is not None
+                or (job.launched and not job.unplaced())
+            ):
+                self._partial.discard(job_id)  # for good: only a launch or a task given back makes it partial again
+            elif job.launched and job.state in (JobState.ADMITTED, JobState.RUNNING):
+                return True
+        return False
+
+    def mark_placed(self, job: LocalJob, keys: list[tuple[str, int]]) -> None:
+        """These tasks of ``job`` were launched (with the gang, or later as room allowed)."""
+        job.mark_placed(keys)
+        if job.unplaced():
+            self._partial.add(job.job_id)
 
     def observe(self, status: TaskReport) -> LocalJob | None:
         """Fold one task status into its job; returns the job when it just failed (kill its other tasks)."""
@@ -203,6 +222,7 @@ class JobTracker:
             return None
         if status.phase is TaskPhase.KILLED and status.task_id in job.shrinking and job.cancel_reason is None:
             job.forget(status)  # given back for room: it waits to be placed again, the job runs on
+            self._partial.add(job.job_id)
             return None
         job.record(status)
         if status.phase is TaskPhase.FAILED:
