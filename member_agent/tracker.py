@@ -151,6 +151,7 @@ class JobTracker:
         # Ids of launched jobs that may have tasks not placed (an elastic job's, or ones given back): a
         # superset of the growing ones, so a round with none does not walk every job held.
         self._partial: set[str] = set()
+        self._ended: set[str] = set()  # ids of jobs whose last update ended them here: forgotten once it is taken
 
     def admit(self, assignment: Assignment) -> LocalJob | None:
         """Take a new assignment; a repeat of one already held is ignored."""
@@ -269,6 +270,8 @@ class JobTracker:
         self, job: LocalJob, state: JobState, status: TaskReport | None = None, reason: str = "", final: bool = False
     ) -> None:
         job.state = state
+        if state.terminal or state is JobState.PENDING:
+            self._ended.add(job.job_id)
         when = self.clock.now()
         if status is not None:
             when = status.finished_at or status.started_at or when
@@ -292,8 +295,10 @@ class JobTracker:
         """The federation took the first ``sent`` updates; forget them, and jobs that are finished."""
         del self._outbox[:sent]
         waiting = {update.job_id for update in self._outbox}
-        for job_id in [j.job_id for j in self.jobs.values() if (j.state.terminal or j.state is JobState.PENDING)]:
-            if job_id not in waiting:
+        for job_id in [job_id for job_id in self._ended if job_id not in waiting]:
+            self._ended.discard(job_id)
+            job = self.jobs.get(job_id)
+            if job is not None and (job.state.terminal or job.state is JobState.PENDING):
                 del self.jobs[job_id]
 
     def running(self) -> list[PlainRunningJob]:
