@@ -9,6 +9,9 @@ finished) gets a full pass at nearly every chance it has: one per 10 middle-gene
 default. Spacing those chances ten times further apart keeps full passes rare; young passes still
 reclaim the short-lived cycles, and a full pass still comes.
 
+The API server (``fedq server``) sets its collector the same way at start-up: its caches grow with the
+jobs, and under a hundred agents' reports a full pass (74 ms on average at 100,000 jobs) came about every 20 s.
+
 While such a state is being loaded, nearly everything made stays alive, so the collector's passes
 find nothing to free, and each full pass walks everything loaded so far: the load runs with the
 collector off (``loading``).

@@ -84,6 +84,7 @@ async def serve(args: argparse.Namespace) -> None:
     from federation.api.app import create_app
     from federation.api.connections import Guards, guarded, server_tls
     from federation.cli.output import say
+    from federation.collector import keep_long_lived
     from federation.config import load_federation_config, load_yaml_file
     from federation.models import QueueTreeConfig
     from federation.scheduler.process import scheduler_runner
@@ -100,6 +101,10 @@ async def serve(args: argparse.Namespace) -> None:
     store = open_store(target, prefix=args.prefix, clock=SystemClock())
     clock = SystemClock()
     app = create_app(store, admin_token=token, config=config, clock=clock, queues=queues)
+    # The API's caches grow with the jobs, and each full pass of the collector walks all of them: 74 ms
+    # a pass on average at 100,000 jobs, about three a minute under load. As in the scheduler, what is
+    # alive now is frozen and full passes come ten times more rarely (bench/HISTORY.md, issue 33).
+    keep_long_lived()
     tls = server_tls(args.tls_cert, args.tls_key, args.ca) if args.tls_cert else None
     server = uvicorn.Server(
         uvicorn.Config(
