@@ -375,6 +375,19 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+Measured = tuple[list[float], list[float], int, float, float, float, float]
+"""A window's submits, pages, cycles, cycle mean, report mean in the API, API CPU and agents' CPU."""
+
+
+def _figures(
+    reports: list[float], errors: int, measured: Measured, seconds: float, load_reports: list[float] | None = None
+) -> Figures:
+    submits, pages, cycles, cycle, served, api_cpu, agents_cpu = measured
+    return Figures(
+        reports, submits, pages, cycles, cycle, errors, api_cpu, seconds, served, agents_cpu, load_reports or []
+    )
+
+
 def run(
     fed: Any, storm: Storm, tenant: str = "alice", on_storm: Callable[[int], None] | None = None
 ) -> tuple[Figures, Figures]:
@@ -414,21 +427,19 @@ def run(
         def agents_cpu() -> float:
             return sum(cpu_seconds(agent) for agent in agents if agent is not None)
 
-        cpu, agents_before = cpu_seconds(pid), agents_cpu()
-        quiet_submits, quiet_pages, quiet_cycles, quiet_cycle, quiet_served = window(
-            fed.admin, token, fed.ca, tenant, storm.seconds
-        )
-        quiet_cpu, quiet_agents_cpu = cpu_seconds(pid) - cpu, agents_cpu() - agents_before
+        def measure() -> Measured:
+            """A window: the probe's figures, and the CPU the API's and the agents' processes took in it."""
+            cpu, agents_before = cpu_seconds(pid), agents_cpu()
+            submits, pages, cycles, cycle, served = window(fed.admin, token, fed.ca, tenant, storm.seconds)
+            return submits, pages, cycles, cycle, served, cpu_seconds(pid) - cpu, agents_cpu() - agents_before
+
+        quiet = measure()
         for each in loaders:
             each.storm.set()
         time.sleep(storm.period)  # every agent has begun
         if on_storm is not None:
             on_storm(pid)
-        cpu, agents_before = cpu_seconds(pid), agents_cpu()
-        storm_submits, storm_pages, storm_cycles, storm_cycle, storm_served = window(
-            fed.admin, token, fed.ca, tenant, storm.seconds
-        )
-        storm_cpu, storm_agents_cpu = cpu_seconds(pid) - cpu, agents_cpu() - agents_before
+        loud = measure()
         for each in loaders:
             each.stop.set()
         quiet_reports, quiet_errors = timer.take("quiet")
@@ -438,29 +449,6 @@ def run(
         for each in loaders:
             stop_agents(each)
     return (
-        Figures(
-            quiet_reports,
-            quiet_submits,
-            quiet_pages,
-            quiet_cycles,
-            quiet_cycle,
-            quiet_errors,
-            quiet_cpu,
-            storm.seconds,
-            quiet_served,
-            quiet_agents_cpu,
-        ),
-        Figures(
-            storm_reports,
-            storm_submits,
-            storm_pages,
-            storm_cycles,
-            storm_cycle,
-            storm_errors + load_errors,
-            storm_cpu,
-            storm.seconds,
-            storm_served,
-            storm_agents_cpu,
-            load_reports,
-        ),
+        _figures(quiet_reports, quiet_errors, quiet, storm.seconds),
+        _figures(storm_reports, storm_errors + load_errors, loud, storm.seconds, load_reports),
     )
