@@ -31,6 +31,9 @@ from federation.watched import Arrivals, stop
 
 log = structlog.get_logger(__name__)
 
+_SETTLE_ATTEMPTS = 4
+"""Syncs a ``counts`` call makes at most: its own counts and other calls' in flight may each need one."""
+
 
 class IndexCounts:
     def __init__(self, store: Store) -> None:
@@ -48,9 +51,20 @@ class IndexCounts:
 
     async def counts(self, prefixes: Sequence[str]) -> list[int]:
         """Keys under each of ``prefixes`` (``keys.index_prefix``: a state's, or a state and queue's) now."""
-        await self._fresh()
-        missing = [prefix for prefix in dict.fromkeys(prefixes) if prefix not in self._counts]
-        if missing:
+        return (await self.counts_at(prefixes))[0]
+
+    async def counts_at(self, prefixes: Sequence[str]) -> tuple[list[int], int]:
+        """``counts``, and the revision they all stand at: a read of the index at that revision finds
+        exactly these counts (a listing skips the ranges they say are empty, and reads the rest there).
+
+        A range counted by the store stands at the revision of that count, which may be ahead of the
+        watch; the watch is then let through it, so no count stands later than the others."""
+        for _ in range(_SETTLE_ATTEMPTS):
+            await self._fresh()
+            revision = self._arrivals.seen
+            missing = [prefix for prefix in dict.fromkeys(prefixes) if prefix not in self._counts]
+            if not missing and all(self._counted_at[prefix] <= revision for prefix in prefixes):
+                return [self._counts[prefix] for prefix in prefixes], revision
             async with self._lock:
                 for start in range(0, len(missing), self._store.max_txn_ops):
                     chunk = missing[start : start + self._store.max_txn_ops]
@@ -58,7 +72,7 @@ class IndexCounts:
                     for prefix, count in zip(chunk, result.responses, strict=True):
                         self._counts[prefix] = count if isinstance(count, int) else 0
                         self._counted_at[prefix] = result.revision
-        return [self._counts[prefix] for prefix in prefixes]
+        raise StoreError("the job index counts keep moving past the watch: counts are unavailable")
 
     async def ahead(self, prefixes: Sequence[str], place: LineKey) -> int:
         """Jobs under ``prefixes`` (each a state and queue's) before ``place`` in line order now."""

@@ -313,6 +313,7 @@ class JobRepository:
         max_keys: int,
         stops: Sequence[str] = (),
         empty: Sequence[tuple[str, str]] = (),
+        revision: int = 0,
     ) -> SummaryPage:
         """Up to ``limit`` list views of ``tenant`` (None: anyone's) from the index ``ranges`` (prefixes in
         key order, see ``index_ranges``), starting after the index key ``after``.
@@ -322,12 +323,17 @@ class JobRepository:
         either way. A page reads at most ``max_keys`` keys, and may then be short while keys remain
         (``resume_after`` says where to go on).
 
+        A page is one view of the index: its reads all stand at one revision (``revision``, or its first
+        read's), so a job that moves between states while the page is read is listed once, in the state
+        it had then, never missed. A job moves back in key order (Pending to Dispatched to Admitted), so
+        reads at the latest revision each could miss it. Pages after it are read at their own revisions.
+
         etcd 3.5 walks its in-memory index from a read's start to its end to count the keys there, limit
         or not (etcd-io/etcd#16510), so no read runs to the end of the index: each ends at the first of
         ``stops`` (index prefixes: a listing passes each state's and each leaf queue's, which a tree
         names) past its start, or where the last key's queue ends, and a read costs one queue's keys at
-        most, not the store's. ``empty``: key intervals ``[low, high)``, in order, known to hold no key
-        (a replica's counts say so), which no read visits.
+        most, not the store's. ``empty``: key intervals ``[low, high)``, in order, known to hold no key at
+        ``revision`` (a replica's counts say so), which no read visits.
         """
 
         def into(key: str) -> str:
@@ -360,7 +366,8 @@ class JobRepository:
                     bound = min(bound, queue_end) if queue_end > start else bound
                 need = limit - len(items)
                 want = min(need + 1, max_keys - read)  # one more than needed: is anything left after?
-                kvs = (await self.store.snapshot(start, limit=want, end=bound)).kvs
+                got = await self.store.snapshot(start, limit=want, end=bound, revision=revision)
+                revision, kvs = got.revision, got.kvs
                 read += len(kvs)
                 items += [json.loads(kv.value) for kv in kvs[:need]]
                 if kvs:

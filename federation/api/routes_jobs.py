@@ -390,15 +390,17 @@ def _stops(tree: QueueTree | None, tenant: str | None) -> list[str]:
     return index_stops([leaf.path for leaf in tree.leaves()] if tree is not None and tenant is None else [])
 
 
-async def _known_empty(state: State, tree: QueueTree) -> list[tuple[str, str]]:
-    """The index intervals, in key order, this replica's counts say hold no job: each empty state, and in a
-    state whose jobs are all in the tree's leaves, each empty leaf with the gap before it. A listing skips
-    them rather than ask the store about each (a read per state and leaf, about 1 ms each at 1,000,000
-    jobs)."""
+async def _known_empty(state: State, tree: QueueTree) -> tuple[list[tuple[str, str]], int]:
+    """The index intervals, in key order, this replica's counts say hold no job, and the revision they say
+    it at: each empty state, and in a state whose jobs are all in the tree's leaves, each empty leaf with
+    the gap before it. A listing skips them rather than ask the store about each (a read per state and
+    leaf, about 1 ms each at 1,000,000 jobs), and reads the rest at that revision: a job that has moved
+    into a skipped interval since is then read where it was."""
     states = sorted(member.value for member in JobState)
     leaves = [node.path for node in tree.leaves()]
     prefixes = [keys.index_prefix(job_state, queue) for job_state in states for queue in (None, *leaves)]
-    found = dict(zip(prefixes, await state.counts.counts(prefixes), strict=True))
+    counted, revision = await state.counts.counts_at(prefixes)
+    found = dict(zip(prefixes, counted, strict=True))
     empty = []
     after = keys.INDEX  # the end of the state before: no job's key sorts between two states' ranges
     for job_state in states:
@@ -410,7 +412,7 @@ async def _known_empty(state: State, tree: QueueTree) -> list[tuple[str, str]]:
             ends = [after, *(keys.prefix_end(prefix) for prefix in own)]
             empty += [(low, high) for low, high, prefix in zip(ends, ends[1:], own, strict=False) if not found[prefix]]
         after = keys.prefix_end(whole)
-    return empty
+    return empty, revision
 
 
 _STATES_HELP = "only jobs in this state; repeat for several (state=Pending&state=Running), one request for them all"
@@ -431,7 +433,9 @@ async def list_jobs(
     inner ``queue`` lists its whole subtree.
 
     A page reads at most ``api.listScanLimit`` index keys, so a page may be shorter than ``limit``
-    (even empty) while ``continue`` is set: follow it until it is null. ``watch=true``: instead, a stream
+    (even empty) while ``continue`` is set: follow it until it is null. A page is the index at one
+    revision: a job that changes state meanwhile is listed once; across pages it may come twice or not
+    at all. ``watch=true``: instead, a stream
     of the listing's changes (``routes_watch``).
     """
     if who.role is Role.TENANT:
@@ -452,6 +456,7 @@ async def list_jobs(
     each: list[str | None] = [*states] or [None]
     ranges = sorted(prefix for one in each for prefix in _listing_ranges(tree, one, queue))
     after = None if token is None else _resume_after(token, (listed, queue, tenant), ranges)
+    empty, revision = await _known_empty(state, tree) if tree is not None and tenant is None else ([], 0)
     page = await state.jobs.summary_page(
         ranges,
         after=after,
@@ -459,7 +464,8 @@ async def list_jobs(
         limit=limit or state.config.api.page_size,
         max_keys=state.config.api.list_scan_limit,
         stops=_stops(tree, tenant),
-        empty=await _known_empty(state, tree) if tree is not None and tenant is None else (),
+        empty=empty,
+        revision=revision,
     )
     view, now = await state.status.get(), state.clock.now()
     for item in page.items:

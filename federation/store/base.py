@@ -29,8 +29,12 @@ class Store(Protocol):
 
     async def range(self, prefix: str, *, limit: int = 0) -> list[KeyValue]: ...
 
-    async def snapshot(self, prefix: str, *, limit: int = 0, end: str | None = None) -> StoreSnapshot:
-        """Keys under ``prefix`` (with ``end``: from ``prefix`` up to, not including, ``end``) at one revision."""
+    async def snapshot(
+        self, prefix: str, *, limit: int = 0, end: str | None = None, revision: int = 0
+    ) -> StoreSnapshot:
+        """Keys under ``prefix`` (with ``end``: from ``prefix`` up to, not including, ``end``) at one revision:
+        the latest, or ``revision`` (then ``CompactedError`` if history no longer reaches back to it), so
+        several reads can see the store as one."""
         ...
 
     def pages(self, prefix: str, *, end: str | None = None) -> AsyncGenerator[StoreSnapshot, None]:

@@ -143,14 +143,16 @@ class EtcdStore:
     async def range(self, prefix: str, *, limit: int = 0) -> list[KeyValue]:
         return (await self.snapshot(prefix, limit=limit)).kvs
 
-    async def snapshot(self, prefix: str, *, limit: int = 0, end: str | None = None) -> StoreSnapshot:
-        """Read in pages at one revision; restart if a compaction overtakes the read."""
+    async def snapshot(
+        self, prefix: str, *, limit: int = 0, end: str | None = None, revision: int = 0
+    ) -> StoreSnapshot:
+        """Read in pages at one revision; restart if a compaction overtakes a read of the latest one."""
         attempt = 1
         while True:
             try:
-                return await self._paged_range(prefix, limit, end)
+                return await self._paged_range(prefix, limit, end, revision)
             except CompactedError:
-                if attempt >= _RANGE_ATTEMPTS:
+                if revision or attempt >= _RANGE_ATTEMPTS:
                     raise
                 attempt += 1
 
@@ -361,23 +363,23 @@ class EtcdStore:
         """``snapshot``'s keys page by page at one revision, each next page asked for before this one is
         handed over: a caller that works on a page (a cold load parsing records) does so while etcd
         serves the next. A compaction that overtakes the read raises ``CompactedError``: read again."""
-        return self._pages(prefix, 0, end)
+        return self._pages(prefix, 0, end, 0)
 
-    async def _paged_range(self, prefix: str, limit: int, until: str | None) -> StoreSnapshot:
+    async def _paged_range(self, prefix: str, limit: int, until: str | None, revision: int) -> StoreSnapshot:
         found: list[KeyValue] = []
-        revision = 0
-        async for page in self._pages(prefix, limit, until):
+        async for page in self._pages(prefix, limit, until, revision):
             revision = page.revision
             found.extend(page.kvs)
         return StoreSnapshot(revision, found)
 
-    async def _pages(self, prefix: str, limit: int, until: str | None) -> AsyncGenerator[StoreSnapshot, None]:
+    async def _pages(
+        self, prefix: str, limit: int, until: str | None, revision: int
+    ) -> AsyncGenerator[StoreSnapshot, None]:
         """Pages sized by keys and by bytes: each page asks for as many keys as fit ``PAGE_BYTES`` at the
         mean size of the keys read so far (a page over gRPC's receive limit is asked again smaller,
         ``_range_page``), so large records (up to ``api.maxRecordBytes`` each) never make a range unreadable."""
         start = self._key(prefix)
         end = range_end(start) if until is None else self._key(until)
-        revision = 0
         read_keys = read_bytes = 0
         first = min(self._page_size, limit or FIRST_PAGE)
         ahead = asyncio.ensure_future(self._range_page(start, end, first, revision))

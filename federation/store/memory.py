@@ -88,9 +88,13 @@ class MemoryStore:
         self._begin()
         return self._range(prefix, limit)
 
-    async def snapshot(self, prefix: str, *, limit: int = 0, end: str | None = None) -> StoreSnapshot:
+    async def snapshot(
+        self, prefix: str, *, limit: int = 0, end: str | None = None, revision: int = 0
+    ) -> StoreSnapshot:
         self._begin()
-        return StoreSnapshot(self._revision, self._range(prefix, limit, end))
+        if not revision or revision >= self._revision:
+            return StoreSnapshot(self._revision, self._range(prefix, limit, end))
+        return StoreSnapshot(revision, self._range_at(revision, prefix, limit, end))
 
     async def pages(self, prefix: str, *, end: str | None = None) -> AsyncGenerator[StoreSnapshot, None]:
         yield await self.snapshot(prefix, end=end)
@@ -241,6 +245,22 @@ class MemoryStore:
                 break
             found.append(self._kvs[key])
         return found
+
+    def _range_at(self, revision: int, prefix: str, limit: int, end: str | None) -> list[KeyValue]:
+        """The range as it stood at ``revision``: today's keys with every later change undone, from the
+        watch history (the oldest later change of a key says what it held before)."""
+        if revision < self._compact_revision:
+            raise CompactedError(self._compact_revision)
+        then: dict[str, KeyValue | None] = {}
+        for event in reversed(self._events):
+            if event.revision <= revision:
+                break
+            if _within(event.key, prefix, end):
+                then[event.key] = event.prev if event.type == "put" else event.kv
+        kvs: dict[str, KeyValue | None] = {kv.key: kv for kv in self._range(prefix, 0, end)}
+        kvs.update(then)
+        found = [kv for _, kv in sorted(kvs.items()) if kv is not None]
+        return found[:limit] if limit else found
 
     def _holds(self, compare: Compare) -> bool:
         kv = self._kvs.get(compare.key)

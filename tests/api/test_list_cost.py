@@ -35,9 +35,9 @@ class Walks:
         self.walked: list[int] = []
         real, whole = store.snapshot, store.range
 
-        async def spied(prefix: str, *, limit: int = 0, end: str | None = None) -> Any:
-            self.walked.append(len((await real(prefix, end=end)).kvs))
-            return await real(prefix, limit=limit, end=end)
+        async def spied(prefix: str, *, limit: int = 0, end: str | None = None, revision: int = 0) -> Any:
+            self.walked.append(len((await real(prefix, end=end, revision=revision)).kvs))
+            return await real(prefix, limit=limit, end=end, revision=revision)
 
         async def ranged(prefix: str, *, limit: int = 0) -> Any:
             self.walked.append(len(await whole(prefix)))
@@ -225,9 +225,9 @@ async def test_a_quota_report_reads_the_index_and_parses_only_jobs_out_of_the_qu
             read.append(prefix)
             return real_pages(prefix, end=end)
 
-        async def snapshot(prefix: str, *, limit: int = 0, end: str | None = None) -> Any:
+        async def snapshot(prefix: str, *, limit: int = 0, end: str | None = None, revision: int = 0) -> Any:
             read.append(prefix)
-            return await real_snapshot(prefix, limit=limit, end=end)
+            return await real_snapshot(prefix, limit=limit, end=end, revision=revision)
 
         parsed: list[bytes] = []
 

@@ -154,10 +154,10 @@ class SlowStore(MemoryStore):
         super().__init__(clock=ManualClock(START))
         self.clock, self.step, self.reads = clock, step, 0
 
-    async def snapshot(self, start: str, *, limit: int = 0, end: str | None = None) -> StoreSnapshot:
+    async def snapshot(self, start: str, *, limit: int = 0, end: str | None = None, revision: int = 0) -> StoreSnapshot:
         self.reads += 1
         self.clock.advance(self.step)
-        return await super().snapshot(start, limit=limit, end=end)
+        return await super().snapshot(start, limit=limit, end=end, revision=revision)
 
 
 async def test_a_slow_sum_is_redone_after_twenty_times_what_it_took_not_every_ten_seconds() -> None:

@@ -307,6 +307,32 @@ async def test_snapshot_from_a_start_key_with_a_limit_reads_on_in_key_order(stor
     assert [kv.key for kv in tail.kvs] == keys[-2:]
 
 
+async def test_a_snapshot_at_a_past_revision_reads_the_keys_as_they_stood_then(store: Store) -> None:
+    """Several reads at one revision see the store as one (a listing page): later puts, overwrites and
+    deletes are undone, keys outside the range stay out, and a limit counts the keys of then."""
+    await put_many(store, [("p/a", b"1"), ("p/b", b"1"), ("p/c", b"1"), ("p/d", b"1")])
+    then = await store.snapshot("p/")
+    await store.put("p/b", b"2")  # overwritten twice: the oldest change says what it held
+    await store.put("p/b", b"3")
+    await store.delete("p/c")
+    await store.put("p/bb", b"new")
+    await store.put("p/c", b"again")  # deleted, then created anew
+    await store.put("q/a", b"outside")
+
+    past = await store.snapshot("p/", revision=then.revision)
+    limited = await store.snapshot("p/a", end="p/d", limit=2, revision=then.revision)
+
+    assert past.revision == then.revision
+    assert [(kv.key, kv.value, kv.mod_revision) for kv in past.kvs] == [
+        (kv.key, kv.value, kv.mod_revision) for kv in then.kvs
+    ]
+    assert [kv.key for kv in limited.kvs] == ["p/a", "p/b"]
+    assert [kv.value for kv in (await store.snapshot("p/")).kvs] == [b"1", b"3", b"new", b"again", b"1"]
+    await store.compact(await store.revision())
+    with pytest.raises(CompactedError):
+        await store.snapshot("p/", revision=then.revision)
+
+
 async def test_watch_over_a_key_range_sees_only_keys_inside_it(store: Store) -> None:
     start = await store.revision() + 1
     for key in ("r/a", "r/b/x", "r/c", "r/d", "r/ca"):
