@@ -167,7 +167,8 @@ class ApiClient:
     def jobs(self, **filters: Any) -> Iterator[dict[str, Any]]:
         """Every job matching the filters (``state``: one, or a list of them), in the API's order (state,
         queue, id), following ``continue`` until it is null: a page may be short, even empty, while more
-        remain. Pages are read one by one, so a job that changes state meanwhile may come twice or not at all."""
+        remain. A page is the index at one revision, but pages are read one by one: a job that changes state
+        between two pages may come twice or not at all."""
         params = dict(filters)
         while True:
             page = self.request("GET", "/v1/jobs", params=params)
