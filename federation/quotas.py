@@ -63,15 +63,21 @@ async def tenant_usage(store: Store, tree: QueueTree, tenant: str) -> Usage:
 
     Read a page of ``SUM_PAGE`` entries at a time, each summed as it comes: one large read would hold
     the API's event loop while its reply is decoded (about a second behind 20,000 jobs), and every other
-    request on the replica would wait that long; a page holds it for a few milliseconds."""
+    request on the replica would wait that long; a page holds it for a few milliseconds. The pages all
+    stand at one revision: a job moves between states while they are read (Dispatched to Running is
+    forward in key order, Pending to Dispatched back), and read each at the latest it would count twice,
+    or not at all. The store keeps ``store.compactEvery`` (5 minutes) of history at least, far more than a
+    sum takes."""
     queues = {node.path for node in tree.leaves() if tree.may_submit(tenant, node.path)}
     total = Usage()
+    revision = 0  # every page at the first one's: a job that changes state meanwhile counts once
     # One range a state: the tenant's own index holds its jobs alone, so a range per state and queue
     # (1,200 reads with 200 leaves) only split the same keys; a job in a queue it may not use is skipped.
     for prefix in (keys.tenant_index(tenant, keys.index_prefix(state)) for state in UNFINISHED):
         start, end = prefix, keys.prefix_end(prefix)
         while True:
-            kvs = (await store.snapshot(start, limit=SUM_PAGE, end=end)).kvs
+            read = await store.snapshot(start, limit=SUM_PAGE, end=end, revision=revision)
+            revision, kvs = read.revision, read.kvs
             total = total + _sum([kv for kv in kvs if _queue_of(kv.key) in queues])
             if len(kvs) < SUM_PAGE:
                 break

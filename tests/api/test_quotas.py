@@ -4,12 +4,17 @@ Each refusal says the limit and writes nothing."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
+
+import pytest
 
 from federation import keys
-from federation.models import QueueTree, QueueTreeConfig
-from federation.quotas import SUM_SHARE, USAGE_FRESH_FOR, QuotaLedger, Usage
+from federation.jobs import JobRepository
+from federation.models import JobState, QueueTree, QueueTreeConfig
+from federation.quotas import SUM_SHARE, USAGE_FRESH_FOR, QuotaLedger, Usage, tenant_usage
 from federation.store import KeyValue, MemoryStore, StoreSnapshot
 from policies.clock import ManualClock
+from tests import jobflow
 from tests.api.conftest import QUEUES as QUEUE_TREE
 from tests.api.conftest import START, ApiFactory
 from tests.api.support import Api, job_spec
@@ -182,3 +187,33 @@ async def test_a_slow_sum_is_redone_after_twenty_times_what_it_took_not_every_te
         await asyncio.sleep(0)
     assert store.reads == 2 * per_sum
     await store.close()
+
+
+async def test_a_job_that_moves_on_while_its_tenant_is_summed_counts_once(
+    api_on: ApiFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sum reads the tenant's index a state at a time, in key order (Admitted, Dispatched, Pending, ...,
+    Running). A job that goes from Dispatched to Running once the Dispatched range is read sits in a range
+    read later too: read each at the latest revision, it counted twice (2 jobs, 4 tasks). Read at one
+    revision, it counts once: 1 job of 2 tasks (``job_spec``: one task of 2 replicas)."""
+    async with api_on() as api:
+        response = await api.http.post("/v1/jobs", json=job_spec(), headers=api.auth("alice"))
+        assert response.status_code == 201, response.text
+        job_id = response.json()["id"]
+        repository = JobRepository(api.store)
+        await jobflow.advance(repository, job_id, JobState.DISPATCHED, api.clock.now())
+        dispatched = keys.tenant_index("alice", keys.index_prefix(JobState.DISPATCHED.value))
+        real, moved = api.store.snapshot, []
+
+        async def read(prefix: str, **kwargs: Any) -> Any:
+            found = await real(prefix, **kwargs)
+            if prefix.startswith(dispatched) and not moved:
+                moved.append(job_id)
+                await jobflow.report(repository, job_id, JobState.RUNNING, api.clock.now())
+            return found
+
+        monkeypatch.setattr(api.store, "snapshot", read)
+        used = await tenant_usage(api.store, await api.app.state.fedq.queues.get(), "alice")
+
+        assert moved == [job_id], "the job did not move while the sum was read"
+        assert (used.jobs, used.tasks) == (1, 2)
