@@ -32,7 +32,7 @@ from federation.watched import Arrivals, stop
 log = structlog.get_logger(__name__)
 
 _SETTLE_ATTEMPTS = 4
-"""Syncs a ``counts`` call makes at most: its own counts and other calls' in flight may each need one."""
+"""Syncs a ``counts_at`` call makes at most: its own counts and other calls' in flight may each need one."""
 
 
 class IndexCounts:

@@ -435,8 +435,7 @@ async def list_jobs(
     A page reads at most ``api.listScanLimit`` index keys, so a page may be shorter than ``limit``
     (even empty) while ``continue`` is set: follow it until it is null. A page is the index at one
     revision: a job that changes state meanwhile is listed once; across pages it may come twice or not
-    at all. ``watch=true``: instead, a stream
-    of the listing's changes (``routes_watch``).
+    at all. ``watch=true``: instead, a stream of the listing's changes (``routes_watch``).
     """
     if who.role is Role.TENANT:
         if tenant not in (None, who.name):
