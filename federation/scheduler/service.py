@@ -37,13 +37,18 @@ from federation.scheduler.state import FederationState
 from federation.scheduler.status import failing_body, status_of
 from federation.scheduler.turn import Turn
 from federation.scheduler.upkeep import StoreUpkeep
-from federation.store import CompactedError, KeyValue, Store, StoreError, WatchEvent
+from federation.store import CompactedError, KeyValue, Store, StoreError, StoreUnavailable, WatchEvent
 from policies.clock import Clock
 
 log = structlog.get_logger("fedq.scheduler")
 
 DEBOUNCE = 0.05
 LOAD_ATTEMPTS = 3  # reads of the store a compaction may cut short before a load gives up
+SYNC_WITHIN = 10.0
+"""Seconds a ``sync`` waits for its own write to come through the watch. The loop that syncs is the one
+that would load the store again, so a watch that died, or that delivers nothing while the store takes
+writes (a stream left open that no longer sends), would hold it for ever, the lease kept alive by its
+keeper: the watch and the state it fed are dropped instead, and the next turn loads a fresh one."""
 
 
 class NotFollowing(RuntimeError):
@@ -173,16 +178,35 @@ class SchedulerService:
         """Return once every write made before this call has reached the in-memory state.
 
         Raises ``NotFollowing`` if this replica holds no state (not loaded yet, or closed), or is
-        closed before the write arrives.
+        closed before the write arrives; ``StoreUnavailable`` if the watch ends or stays silent for
+        ``SYNC_WITHIN`` first (the state is then dropped: the next ``follow`` loads it again).
         """
-        if self.state is None:
+        if self.state is None or self._watch is None:
             raise NotFollowing("this scheduler holds no state to sync: call follow() first")
         revision = await self._mark()
         if self.applied_revision >= revision:
             return
         waiter = asyncio.get_running_loop().create_future()
         self._syncs.append((revision, waiter))
-        await waiter
+        watch = self._watch
+        await asyncio.wait([waiter, watch], timeout=SYNC_WITHIN, return_when=asyncio.FIRST_COMPLETED)
+        if waiter.done():
+            waiter.result()  # NotFollowing, if closed meanwhile
+            return
+        waiter.cancel()
+        ended = watch.done()
+        await self._stop_following()
+        why = "ended" if ended else f"delivered nothing for {SYNC_WITHIN:g} s"
+        raise StoreUnavailable(f"the store's watch {why} before this replica's write came through: loading again")
+
+    async def _stop_following(self) -> None:
+        """End the watch and drop the state it fed (the next ``follow`` loads it again)."""
+        watch, self._watch = self._watch, None
+        self.state = None
+        if watch is not None:
+            watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await watch
 
     def _release_syncs(self) -> None:
         waiting = []
@@ -351,13 +375,8 @@ class SchedulerService:
         """Stop following and hand the lease over at once."""
         self.leading = False
         self.metrics.leader.set(0)
-        if self._watch is not None:
-            self._watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._watch
-            self._watch = None
+        await self._stop_following()
         await self.upkeep.defrag.close()
-        self.state = None
         for _revision, waiter in self._syncs:
             if not waiter.done():
                 waiter.set_exception(NotFollowing("this scheduler was closed before the write arrived"))

@@ -16,8 +16,9 @@ from federation.config import FederationConfig
 from federation.jobs import JobRepository, expand
 from federation.models import JobManifest, JobRecord, JobState, QueueTreeConfig
 from federation.models.cluster import ClusterReport, JoinRequest, NodeReport
+from federation.scheduler import service as service_module
 from federation.scheduler.service import NotFollowing, SchedulerService
-from federation.store import Compare, MemoryStore, Op, StoreError, TxnResult, WatchEvent
+from federation.store import Compare, MemoryStore, Op, StoreError, StoreUnavailable, TxnResult, WatchEvent
 from policies.clock import ManualClock
 from tests.jobflow import dispatch, report
 
@@ -168,31 +169,97 @@ async def test_with_the_history_compacted_a_run_that_restarted_while_the_watch_w
     await service.close()
 
 
-async def sync_across_a_dead_watch() -> tuple[FlakyStore, SchedulerService, asyncio.Future[None]]:
-    """A leader whose watch dies on the put of the sync it is waiting for."""
+class SilentStore(MemoryStore):
+    """A memory store whose watches deliver nothing while ``silent``: a stream left open that no longer
+    sends (they neither yield nor end)."""
+
+    silent = False
+
+    async def watch(
+        self, prefix: str, *, start_revision: int | None = None, end: str | None = None, previous: bool = True
+    ) -> AsyncGenerator[WatchEvent, None]:
+        async for event in super().watch(prefix, start_revision=start_revision, end=end, previous=previous):
+            if not self.silent:
+                yield event
+
+
+async def waiting_sync(service: SchedulerService) -> asyncio.Future[None]:
+    """A sync that has written its mark and waits for it."""
+    waiting = asyncio.ensure_future(service.sync())
+    for _ in range(100):  # the memory store's put takes no real await: a few turns of the loop
+        if service._syncs or waiting.done():
+            return waiting
+        await asyncio.sleep(0)
+    raise AssertionError("the sync never waited")
+
+
+async def test_a_sync_waiting_when_the_watch_dies_fails_at_once_and_one_after_the_reload_returns() -> None:
+    """The loop that syncs (a takeover's) is the one that would reload: a sync that waited for the
+    reload held it for ever. It fails as a store error instead, and the next turn reloads."""
     clock = ManualClock(1000.0)
     store = FlakyStore(clock=clock)
     service = await leading(store, clock)
     store.broken = True
-    waiting = asyncio.ensure_future(service.sync())
-    watch = service._watch
-    assert watch is not None
-    await asyncio.wait_for(watch, GUARD)
-    assert service.state is None and not waiting.done()
-    return store, service, waiting
 
+    with pytest.raises(StoreUnavailable, match="ended"):
+        await asyncio.wait_for(service.sync(), GUARD)
 
-async def test_a_sync_waiting_when_the_watch_dies_returns_after_the_reload() -> None:
-    store, service, waiting = await sync_across_a_dead_watch()
+    assert service.state is None
     store.broken = False
     await service.follow()
-    await asyncio.wait_for(waiting, GUARD)
+    await asyncio.wait_for(service.sync(), GUARD)
+    await service.close()
+
+
+async def test_a_sync_whose_watch_delivers_nothing_fails_after_its_bound_and_the_state_is_reloaded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(service_module, "SYNC_WITHIN", 0.05)
+    clock = ManualClock(1000.0)
+    store = SilentStore(clock=clock)
+    service = await leading(store, clock)
+    store.silent = True
+
+    with pytest.raises(StoreUnavailable, match="delivered nothing"):
+        await asyncio.wait_for(service.sync(), GUARD)
+
+    assert service.state is None
+    store.silent = False
+    await service.follow()
+    await asyncio.wait_for(service.sync(), GUARD)
+    await service.close()
+
+
+async def test_a_watch_that_dies_while_the_replica_takes_over_fails_that_turn_and_the_next_one_leads() -> None:
+    """``lead`` syncs before it takes over; the turn waiting there is the loop's own, so before the sync
+    was bounded it waited for ever while the lease keeper kept the lease: nothing was scheduled again."""
+    clock = ManualClock(1000.0)
+    store = FlakyStore(clock=clock)
+    tree = QueueTreeConfig.model_validate({"queues": [{"name": "a", "tenants": ["alice"]}]})
+    await store.put(keys.QUEUES, tree.model_dump_json(by_alias=True).encode())
+    service = SchedulerService(store, FederationConfig(), clock, save_every=float("inf"))
+    await service.follow()
+    store.broken = True
+
+    await asyncio.wait_for(service.turn_once(), GUARD)
+
+    assert not service.leading and service.state is None
+    assert service.health.view()["failures"] == 1
+    store.broken = False
+    await asyncio.wait_for(service.turn_once(), GUARD)
+    assert service.leading
     await service.close()
 
 
 async def test_closing_fails_a_waiting_sync_instead_of_leaving_it_hanging() -> None:
-    _store, service, waiting = await sync_across_a_dead_watch()
+    clock = ManualClock(1000.0)
+    store = SilentStore(clock=clock)
+    service = await leading(store, clock)
+    store.silent = True
+    waiting = await waiting_sync(service)
+
     await service.close()
+
     with pytest.raises(NotFollowing):
         await asyncio.wait_for(waiting, GUARD)
 
