@@ -193,38 +193,24 @@ async def waiting_sync(service: SchedulerService) -> asyncio.Future[None]:
     raise AssertionError("the sync never waited")
 
 
-async def test_a_sync_waiting_when_the_watch_dies_fails_at_once_and_one_after_the_reload_returns() -> None:
-    """The loop that syncs (a takeover's) is the one that would reload: a sync that waited for the
-    reload held it for ever. It fails as a store error instead, and the next turn reloads."""
-    clock = ManualClock(1000.0)
-    store = FlakyStore(clock=clock)
-    service = await leading(store, clock)
-    store.broken = True
-
-    with pytest.raises(StoreUnavailable, match="ended"):
-        await asyncio.wait_for(service.sync(), GUARD)
-
-    assert service.state is None
-    store.broken = False
-    await service.follow()
-    await asyncio.wait_for(service.sync(), GUARD)
-    await service.close()
-
-
-async def test_a_sync_whose_watch_delivers_nothing_fails_after_its_bound_and_the_state_is_reloaded(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(("fault", "said"), [("broken", "ended"), ("silent", "delivered nothing")])
+async def test_a_sync_whose_watch_dies_or_falls_silent_fails_and_one_after_the_reload_returns(
+    monkeypatch: pytest.MonkeyPatch, fault: str, said: str
 ) -> None:
+    """The loop that syncs (a takeover's) is the one that would reload: a sync that waited for the
+    reload held it for ever. It fails as a store error instead (as soon as the watch dies; after
+    ``SYNC_WITHIN`` of a watch that delivers nothing), the state is dropped, and the next turn reloads."""
     monkeypatch.setattr(service_module, "SYNC_WITHIN", 0.05)
     clock = ManualClock(1000.0)
-    store = SilentStore(clock=clock)
+    store = FlakyStore(clock=clock) if fault == "broken" else SilentStore(clock=clock)
     service = await leading(store, clock)
-    store.silent = True
+    setattr(store, fault, True)
 
-    with pytest.raises(StoreUnavailable, match="delivered nothing"):
+    with pytest.raises(StoreUnavailable, match=said):
         await asyncio.wait_for(service.sync(), GUARD)
 
     assert service.state is None
-    store.silent = False
+    setattr(store, fault, False)
     await service.follow()
     await asyncio.wait_for(service.sync(), GUARD)
     await service.close()
